@@ -1,0 +1,152 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/record"
+)
+
+// FlushMode says when appended bytes are made durable.
+type FlushMode int
+
+const (
+	// FlushAlways makes every append durable before it returns; appenders
+	// that arrive while a sync is running share the next one (group commit).
+	// It is the default because tide's rule "committed means durable" needs
+	// it: a replica's log end offset may count toward the high watermark only
+	// once synced.
+	FlushAlways FlushMode = iota
+	// FlushInterval syncs on append once the last sync is older than
+	// Config.FlushInterval; a crash can lose that much acknowledged data if
+	// every replica crashes at once.
+	FlushInterval
+	// FlushNever syncs only when asked (Sync), at segment roll and at Close.
+	FlushNever
+)
+
+// String returns the mode's configuration name.
+func (m FlushMode) String() string {
+	switch m {
+	case FlushAlways:
+		return "always"
+	case FlushInterval:
+		return "interval"
+	case FlushNever:
+		return "never"
+	}
+	return fmt.Sprintf("FlushMode(%d)", int(m))
+}
+
+// ParseFlushMode parses "always", "interval" or "never".
+func ParseFlushMode(name string) (FlushMode, error) {
+	for _, mode := range []FlushMode{FlushAlways, FlushInterval, FlushNever} {
+		if mode.String() == name {
+			return mode, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown flush mode %q (want always, interval or never)", name)
+}
+
+// Limits on a log's resources. They exist so that a bad peer or a bad
+// configuration is refused with an error instead of exhausting memory,
+// offsets in an index or file handles.
+const (
+	// SegmentBytesMax bounds a segment so that positions fit the index's
+	// 32-bit fields.
+	SegmentBytesMax = 1 << 31
+	// SegmentBytesMin keeps a segment big enough for any valid batch header.
+	SegmentBytesMin = 1 << 10
+	// SegmentsOpenMax bounds the segments (each two open files) one log
+	// keeps; retention must keep a log under it.
+	SegmentsOpenMax = 10_000
+	// IndexIntervalBytesMin keeps the sparse index sparse.
+	IndexIntervalBytesMin = 64
+)
+
+// Config configures one partition log.
+type Config struct {
+	// FS holds the log; Dir is the partition's directory in it.
+	FS  disk.FS
+	Dir string
+	// SegmentBytes rolls the active segment once an append would take it
+	// past this size. Default 1 GiB.
+	SegmentBytes int64
+	// SegmentAge rolls a non-empty active segment older than this. Zero
+	// means never by age. Default 7 days, as Kafka's log.roll.hours.
+	SegmentAge time.Duration
+	// IndexIntervalBytes is the number of segment bytes between sparse
+	// index entries. Default 4 KiB.
+	IndexIntervalBytes int64
+	// MaxBatchBytes bounds one record batch. Default
+	// record.DefaultMaxBatchBytes, or SegmentBytes if that is smaller.
+	MaxBatchBytes int
+	// Flush and FlushInterval set durability; see FlushMode.
+	Flush         FlushMode
+	FlushInterval time.Duration
+	// RetentionBytes deletes the oldest segments while the log is larger.
+	// Negative means no limit. Default -1.
+	RetentionBytes int64
+	// RetentionAge deletes segments whose newest record is older. Zero means
+	// no limit. Default 7 days.
+	RetentionAge time.Duration
+	// Now is the clock, for rolling and retention by age and the flush
+	// interval; the simulator passes its virtual clock. Default time.Now.
+	Now func() time.Time
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if c.SegmentBytes == 0 {
+		c.SegmentBytes = 1 << 30
+	}
+	if c.SegmentAge == 0 {
+		c.SegmentAge = 7 * 24 * time.Hour
+	}
+	if c.IndexIntervalBytes == 0 {
+		c.IndexIntervalBytes = 4096
+	}
+	if c.MaxBatchBytes == 0 {
+		c.MaxBatchBytes = int(min(record.DefaultMaxBatchBytes, c.SegmentBytes))
+	}
+	if c.Flush == FlushInterval && c.FlushInterval == 0 {
+		c.FlushInterval = time.Second
+	}
+	if c.RetentionBytes == 0 {
+		c.RetentionBytes = -1
+	}
+	if c.RetentionAge == 0 {
+		c.RetentionAge = 7 * 24 * time.Hour
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate rejects configurations that cannot work.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var problems []error
+	if c.FS == nil || c.Dir == "" {
+		problems = append(problems, errors.New("a log needs an FS and a directory"))
+	}
+	if c.SegmentBytes < SegmentBytesMin || c.SegmentBytes > SegmentBytesMax {
+		problems = append(problems, fmt.Errorf("segment bytes %d outside [%d, %d]", c.SegmentBytes, SegmentBytesMin, int64(SegmentBytesMax)))
+	}
+	if c.IndexIntervalBytes < IndexIntervalBytesMin {
+		problems = append(problems, fmt.Errorf("index interval %d bytes below %d", c.IndexIntervalBytes, IndexIntervalBytesMin))
+	}
+	if c.MaxBatchBytes <= 0 || int64(c.MaxBatchBytes) > c.SegmentBytes {
+		problems = append(problems, fmt.Errorf("max batch bytes %d must be positive and fit a segment of %d bytes", c.MaxBatchBytes, c.SegmentBytes))
+	}
+	if c.Flush < FlushAlways || c.Flush > FlushNever {
+		problems = append(problems, fmt.Errorf("unknown flush mode %d", c.Flush))
+	}
+	if c.SegmentAge < 0 || c.FlushInterval < 0 || c.RetentionAge < 0 {
+		problems = append(problems, errors.New("durations must not be negative"))
+	}
+	return errors.Join(problems...)
+}

@@ -1,0 +1,289 @@
+package commitlog
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/record"
+)
+
+var crashSeeds = flag.Int("crash-seeds", 2000, "number of seeded runs in TestCrashRecovery")
+
+// TestCrashRecovery runs thousands of seeded histories of random appends
+// (as leader and follower), truncations, rolls, syncs, checkpoints,
+// retention and crashes on the crashable in-memory filesystem. After each
+// crash and reopen it checks the durability contract:
+//
+//   - the log is a prefix of what was appended (and not truncated since),
+//     byte for byte;
+//   - everything that was synced before the crash is present;
+//   - the epoch cache agrees with the batches in the log;
+//   - the high watermark and log start offset lie within the log.
+//
+// A failure prints the seed; rerun one with -run 'TestCrashRecovery/seed=N'.
+func TestCrashRecovery(t *testing.T) {
+	seeds := *crashSeeds
+	if testing.Short() {
+		seeds = 200
+	}
+	for seed := 1; seed <= seeds; seed++ {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel()
+			runCrashHistory(t, uint64(seed))
+		})
+	}
+}
+
+// modelBatch is one batch the model expects in the log.
+type modelBatch struct {
+	base, next record.Offset
+	epoch      record.LeaderEpoch
+	bytes      []byte
+}
+
+type crashRun struct {
+	t       *testing.T
+	random  *rand.Rand
+	mem     *disk.MemFS
+	cfg     Config
+	log     *Log
+	now     time.Time
+	model   []modelBatch
+	crashes int
+	// trace lists the steps so far, printed when a check fails.
+	trace []string
+}
+
+func (r *crashRun) note(format string, args ...any) {
+	r.trace = append(r.trace, fmt.Sprintf(format, args...)+" -> "+r.log.String())
+}
+
+func (r *crashRun) fatalf(format string, args ...any) {
+	r.t.Helper()
+	r.t.Fatalf("%s\ntrace:\n  %s", fmt.Sprintf(format, args...), strings.Join(r.trace, "\n  "))
+}
+
+func runCrashHistory(t *testing.T, seed uint64) {
+	r := &crashRun{t: t, random: rand.New(rand.NewPCG(seed, 0x636f6d6d69746c6f)), mem: disk.NewMem(),
+		now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	r.cfg = Config{
+		Dir:                "p",
+		SegmentBytes:       int64(2048 + r.random.IntN(3000)),
+		IndexIntervalBytes: int64(64 + r.random.IntN(400)),
+		Flush:              []FlushMode{FlushAlways, FlushInterval, FlushNever}[r.random.IntN(3)],
+		FlushInterval:      time.Second,
+		RetentionBytes:     int64(4000 + r.random.IntN(8000)),
+		Now:                func() time.Time { return r.now },
+	}
+	r.reopen(r.mem)
+	defer func() { r.log.Close() }()
+	steps := 40 + r.random.IntN(120)
+	for step := 0; step < steps; step++ {
+		r.now = r.now.Add(time.Duration(r.random.IntN(800)) * time.Millisecond)
+		r.step()
+		r.checkContents("after step")
+	}
+	if t.Failed() {
+		t.Logf("seed %d failed after %d crashes", seed, r.crashes)
+	}
+}
+
+func (r *crashRun) reopen(fs *disk.MemFS) {
+	r.mem = fs
+	r.cfg.FS = fs
+	l, err := Open(r.cfg)
+	if err != nil {
+		r.fatalf("open: %v", err)
+	}
+	r.log = l
+}
+
+func (r *crashRun) must(err error, what string) {
+	r.t.Helper()
+	if err != nil {
+		r.fatalf("%s: %v", what, err)
+	}
+}
+
+func (r *crashRun) step() {
+	l := r.log
+	switch choice := r.random.IntN(100); {
+	case choice < 40:
+		r.appendLeader()
+	case choice < 50:
+		r.appendFollower()
+	case choice < 60:
+		r.must(l.Sync(), "sync")
+		r.note("sync")
+	case choice < 66:
+		r.truncate()
+	case choice < 74:
+		hw := l.LogStartOffset() + record.Offset(r.random.Int64N(int64(l.LogEndOffset()-l.LogStartOffset())+1))
+		r.must(l.SetHighWatermark(hw), "set high watermark")
+		r.note("set high watermark %d", hw)
+	case choice < 78:
+		r.must(l.Checkpoint(), "checkpoint")
+		r.note("checkpoint")
+	case choice < 81:
+		deleted, err := l.EnforceRetention()
+		r.must(err, "retention")
+		r.note("retention deleted %d", deleted)
+	case choice < 83:
+		hw := l.HighWatermark()
+		start := l.LogStartOffset()
+		to := start + record.Offset(r.random.Int64N(int64(hw-start)+1))
+		r.must(l.AdvanceLogStartOffset(to), "advance log start")
+		r.note("advance log start to %d", to)
+	case choice < 85:
+		r.must(l.Close(), "close")
+		r.reopen(r.mem)
+		r.note("close and reopen")
+		r.checkAfterReopen(l.LogEndOffset(), "after clean reopen")
+	default:
+		r.crash()
+	}
+}
+
+func (r *crashRun) appendLeader() {
+	l := r.log
+	epoch := max(l.LatestEpoch(), 0)
+	if r.random.IntN(5) == 0 {
+		epoch++
+		r.must(l.AssignEpochStartOffset(epoch), "assign epoch")
+	}
+	batches := testBatches(1+r.random.IntN(3), 1+r.random.IntN(4), r.random.IntN(120), r.now.UnixMilli())
+	result, err := l.AppendAsLeader(batches, epoch)
+	r.must(err, "append as leader")
+	r.addToModel(batches, result.BaseOffset)
+	r.note("append as leader in epoch %d: [%d, %d)", epoch, result.BaseOffset, result.NextOffset)
+}
+
+func (r *crashRun) appendFollower() {
+	l := r.log
+	epoch := max(l.LatestEpoch(), 0) + record.LeaderEpoch(r.random.IntN(2))
+	batches := followerBatches(l.LogEndOffset(), epoch, 1+r.random.IntN(3), 1+r.random.IntN(4), r.random.IntN(120), r.now.UnixMilli())
+	result, err := l.AppendAsFollower(batches)
+	r.must(err, "append as follower")
+	r.addToModel(batches, result.BaseOffset)
+	r.note("append as follower in epoch %d: [%d, %d)", epoch, result.BaseOffset, result.NextOffset)
+}
+
+func (r *crashRun) addToModel(batches []byte, base record.Offset) {
+	it := record.NewIterator(batches, record.Limits{MaxBatchBytes: 1 << 30})
+	for it.Next() {
+		h := it.Header()
+		r.model = append(r.model, modelBatch{base: h.BaseOffset, next: h.NextOffset(), epoch: h.PartitionLeaderEpoch, bytes: bytes.Clone(it.Batch())})
+	}
+	if err := it.Err(); err != nil {
+		r.fatalf("model: %v", err)
+	}
+	if len(r.model) > 0 && r.model[0].base > base {
+		r.fatalf("model: appended at %d before its start", base)
+	}
+}
+
+func (r *crashRun) truncate() {
+	l := r.log
+	start, end := l.LogStartOffset(), l.LogEndOffset()
+	to := start + record.Offset(r.random.Int64N(int64(end-start)+1))
+	newEnd, err := l.TruncateTo(to)
+	r.must(err, "truncate")
+	if l.LogStartOffset() == newEnd {
+		// Nothing at or above the log start is left (the batch holding
+		// [start, to) may have straddled to and restarted the log at to).
+		r.model = nil
+	}
+	r.cutModel(newEnd)
+	r.note("truncate to %d: log end %d", to, newEnd)
+}
+
+// cutModel drops the model's batches at or beyond end.
+func (r *crashRun) cutModel(end record.Offset) {
+	keep := len(r.model)
+	for keep > 0 && r.model[keep-1].next > end {
+		keep--
+	}
+	r.model = r.model[:keep]
+}
+
+// crash loses power: what was synced must come back, and the log must be a
+// prefix of the model.
+func (r *crashRun) crash() {
+	r.crashes++
+	durable := r.log.DurableEndOffset()
+	options := disk.DefaultCrashOptions(int64(r.random.Uint64() >> 1))
+	options.Survival = disk.Survival(r.random.IntN(3))
+	r.reopen(r.mem.CrashCloneWith(options))
+	r.note("crash %+v, durable end was %d; recovery %+v", options, durable, r.log.Recovery())
+	r.checkAfterReopen(durable, "after crash")
+}
+
+func (r *crashRun) checkAfterReopen(durable record.Offset, when string) {
+	l := r.log
+	if end := l.LogEndOffset(); end < durable {
+		r.fatalf("%s: log ends at %d, but %d was synced", when, end, durable)
+	}
+	r.cutModel(l.LogEndOffset())
+	r.checkContents(when)
+}
+
+// checkContents compares the log with the model and its epoch cache with
+// its batches.
+func (r *crashRun) checkContents(when string) {
+	l := r.log
+	start, end, hw := l.LogStartOffset(), l.LogEndOffset(), l.HighWatermark()
+	if hw < start || hw > end {
+		r.fatalf("%s: high watermark %d outside [%d, %d]", when, hw, start, end)
+	}
+	if len(r.model) > 0 && r.model[len(r.model)-1].next != end {
+		r.fatalf("%s: log ends at %d, model at %d", when, end, r.model[len(r.model)-1].next)
+	}
+	result, err := l.Read(start, 1<<40, end)
+	r.must(err, when+": read")
+	data, err := result.AppendTo(nil)
+	r.must(err, when+": read bytes")
+	var expected []byte
+	var epochs EpochCache
+	for _, batch := range r.model {
+		if batch.next > start {
+			expected = append(expected, batch.bytes...)
+			if epochs.LatestEpoch() != batch.epoch {
+				epochs.Assign(batch.epoch, batch.base)
+			}
+		}
+	}
+	if !bytes.Equal(data, expected) {
+		r.fatalf("%s: log content differs from the model (%d vs %d bytes)\nlog:\n%s\nmodel:\n%s", when, len(data), len(expected), describeBatches(data), describeBatches(expected))
+	}
+	r.checkEpochs(when, epochs, start, end)
+}
+
+// checkEpochs checks that the cache agrees with the epochs of the batches:
+// each epoch present in the log starts at its first batch (or at the log
+// start offset), and every entry lies within the log.
+func (r *crashRun) checkEpochs(when string, fromBatches EpochCache, start, end record.Offset) {
+	cache := EpochCache{entries: r.log.Epochs()}
+	if err := cache.checkInvariants(); err != nil {
+		r.fatalf("%s: %v", when, err)
+	}
+	for _, entry := range fromBatches.entries {
+		want := max(entry.StartOffset, start)
+		if cache.EpochAt(want) != entry.Epoch {
+			r.fatalf("%s: epoch cache %v says offset %d is in epoch %d, the log says %d", when, cache.entries, want, cache.EpochAt(want), entry.Epoch)
+		}
+		if want > start && cache.EpochAt(want-1) == entry.Epoch {
+			r.fatalf("%s: epoch cache %v starts epoch %d before its first batch at %d", when, cache.entries, entry.Epoch, want)
+		}
+	}
+	for _, entry := range cache.entries {
+		if entry.StartOffset < start || entry.StartOffset > end {
+			r.fatalf("%s: epoch cache entry %v outside [%d, %d]", when, entry, start, end)
+		}
+	}
+}

@@ -1,0 +1,55 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tidelog/tide/internal/record"
+)
+
+// Operating errors: the request cannot be served, the log is fine.
+var (
+	// ErrOffsetOutOfRange is returned for a read or truncation outside
+	// [log start offset, log end offset].
+	ErrOffsetOutOfRange = errors.New("commitlog: offset out of range")
+	// ErrNotContiguous is returned when a follower append does not start
+	// at the log end offset or its batches leave gaps.
+	ErrNotContiguous = errors.New("commitlog: follower append is not contiguous")
+	// ErrEpochRegression is returned when an append carries a leader epoch
+	// below the latest epoch the log already has.
+	ErrEpochRegression = errors.New("commitlog: leader epoch goes backwards")
+	// ErrBatchTooLarge is returned when one append cannot fit a segment.
+	ErrBatchTooLarge = errors.New("commitlog: append larger than a segment")
+	// ErrTooManySegments is returned when a roll would exceed SegmentsOpenMax.
+	ErrTooManySegments = errors.New("commitlog: too many segments")
+	// ErrClosed is returned by every operation on a closed log.
+	ErrClosed = errors.New("commitlog: log closed")
+)
+
+// ErrLogFailed is wrapped by every error a log returns after a write or sync
+// failed. A failed fsync leaves the file in an unknown state (the kernel may
+// have dropped the dirty pages), so the log stops instead of retrying: the
+// broker must take the replica offline and recover it from disk or from the
+// leader.
+var ErrLogFailed = errors.New("commitlog: log failed")
+
+type failedError struct{ cause error }
+
+func (e *failedError) Error() string   { return fmt.Sprintf("commitlog: log failed: %v", e.cause) }
+func (e *failedError) Unwrap() []error { return []error{ErrLogFailed, e.cause} }
+
+// CorruptionError reports damage that recovery refuses to repair by cutting,
+// because the damaged bytes lie below the recovery point: they were synced,
+// so cutting them could drop acknowledged data.
+type CorruptionError struct {
+	Segment  string
+	Position int64
+	Offset   record.Offset
+	Cause    error
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("commitlog: corrupt synced data in %s at byte %d (offset %d): %v", e.Segment, e.Position, e.Offset, e.Cause)
+}
+
+func (e *CorruptionError) Unwrap() error { return e.Cause }

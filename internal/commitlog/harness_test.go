@@ -1,0 +1,148 @@
+package commitlog
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/record"
+)
+
+// loggingFS records the durability-relevant operations (syncs, directory
+// syncs, creations, renames, removals, truncations) so that datadriven tests
+// can show each one in their expected output, as pebble's WAL tests do.
+type loggingFS struct {
+	disk.FS
+	mu  sync.Mutex
+	ops []string
+}
+
+func (f *loggingFS) log(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ops = append(f.ops, fmt.Sprintf(format, args...))
+}
+
+// take returns and clears the recorded operations.
+func (f *loggingFS) take() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ops := f.ops
+	f.ops = nil
+	return ops
+}
+
+func (f *loggingFS) Create(name string) (disk.File, error) {
+	file, err := f.FS.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	f.log("create %s", path.Base(name))
+	return &loggingFile{File: file, fs: f}, nil
+}
+
+func (f *loggingFS) Open(name string) (disk.File, error) {
+	file, err := f.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return &loggingFile{File: file, fs: f}, nil
+}
+
+func (f *loggingFS) Remove(name string) error {
+	f.log("remove %s", path.Base(name))
+	return f.FS.Remove(name)
+}
+
+func (f *loggingFS) Rename(oldname, newname string) error {
+	f.log("rename %s -> %s", path.Base(oldname), path.Base(newname))
+	return f.FS.Rename(oldname, newname)
+}
+
+func (f *loggingFS) SyncDir(dir string) error {
+	f.log("sync-dir")
+	return f.FS.SyncDir(dir)
+}
+
+type loggingFile struct {
+	disk.File
+	fs *loggingFS
+}
+
+func (f *loggingFile) Sync() error {
+	f.fs.log("sync %s", path.Base(f.Name()))
+	return f.File.Sync()
+}
+
+func (f *loggingFile) Truncate(size int64) error {
+	f.fs.log("truncate %s to %d", path.Base(f.Name()), size)
+	return f.File.Truncate(size)
+}
+
+// testBatches builds count batches of recordsPerBatch records each, with
+// valueBytes-byte values, as a producer would send them (offsets and epoch
+// unset), all timestamped timestampMs.
+func testBatches(count, recordsPerBatch, valueBytes int, timestampMs int64) []byte {
+	var buf []byte
+	for i := 0; i < count; i++ {
+		records := make([]record.Record, recordsPerBatch)
+		for j := range records {
+			records[j] = record.Record{Value: []byte(strings.Repeat("v", valueBytes))}
+		}
+		buf = record.AppendBatch(buf, record.BuildOptions{BaseTimestampMs: timestampMs, Records: records, LeaderEpoch: record.NoLeaderEpoch})
+	}
+	return buf
+}
+
+// followerBatches builds batches as a leader would have stamped them: dense
+// offsets from base, in epoch.
+func followerBatches(base record.Offset, epoch record.LeaderEpoch, count, recordsPerBatch, valueBytes int, timestampMs int64) []byte {
+	var buf []byte
+	for i := 0; i < count; i++ {
+		records := make([]record.Record, recordsPerBatch)
+		for j := range records {
+			records[j] = record.Record{Value: []byte(strings.Repeat("v", valueBytes))}
+		}
+		buf = record.AppendBatch(buf, record.BuildOptions{BaseOffset: base, LeaderEpoch: epoch, BaseTimestampMs: timestampMs, Records: records})
+		base += record.Offset(recordsPerBatch)
+	}
+	return buf
+}
+
+// describeBatches lists the batches in buf as "[base, next) epoch=E".
+func describeBatches(buf []byte) string {
+	var b strings.Builder
+	it := record.NewIterator(buf, record.Limits{MaxBatchBytes: 1 << 30})
+	for it.Next() {
+		h := it.Header()
+		fmt.Fprintf(&b, "  [%d, %d) epoch=%d bytes=%d\n", h.BaseOffset, h.NextOffset(), h.PartitionLeaderEpoch, h.Size())
+	}
+	if err := it.Err(); err != nil {
+		fmt.Fprintf(&b, "  error: %v\n", err)
+	}
+	return b.String()
+}
+
+// describeLog is the state table the datadriven tests print.
+func describeLog(l *Log) string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "log-start=%d hw=%d durable-end=%d log-end=%d recovery-point=%d\n",
+		l.logStartOffset, l.highWatermark, l.durableEndOffset, l.logEndOffsetLocked(), l.recoveryPoint)
+	fmt.Fprintf(&b, "epochs:")
+	if len(l.epochs.entries) == 0 {
+		fmt.Fprintf(&b, " none")
+	}
+	for _, e := range l.epochs.entries {
+		fmt.Fprintf(&b, " %d@%d", e.Epoch, e.StartOffset)
+	}
+	fmt.Fprintln(&b)
+	for _, s := range l.segments {
+		fmt.Fprintf(&b, "segment %s [%d, %d) bytes=%d index-entries=%d\n",
+			segmentFileName(s.baseOffset), s.baseOffset, s.nextOffset, s.size, len(s.index.entries))
+	}
+	return b.String()
+}

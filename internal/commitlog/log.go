@@ -1,0 +1,308 @@
+// Package commitlog is one partition replica's log on disk, as Kafka keeps
+// it: segments of record batches named by base offset, holding the batches'
+// bytes exactly as received; a sparse offset index per segment; the
+// leader-epoch cache with its checkpoint; and a checkpoint of the high
+// watermark, recovery point and log start offset.
+//
+// The log knows nothing of replication rules: it appends, reads, truncates,
+// syncs and recovers, and reports its log end offset separately from its
+// durable (synced) end offset so that the replication core can count only
+// durable data toward the high watermark. docs/storage.md describes the
+// format, recovery and the durability contract.
+package commitlog
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tidelog/tide/internal/record"
+)
+
+// Log is one partition replica's log. Its methods are safe for concurrent
+// use. Appends, truncations and syncs are serialised; reads run alongside
+// appends; a sync runs alongside appends, and appends that arrive while a
+// sync runs are made durable together by the next one (group commit).
+type Log struct {
+	cfg            Config
+	leaderLimits   record.Limits
+	followerLimits record.Limits
+
+	mu sync.RWMutex
+	// syncDone is signalled (on mu) whenever a sync finishes.
+	syncDone *sync.Cond
+	// syncing is true while one goroutine syncs the active segment with mu
+	// released. Operations that move or remove bytes wait until it is false.
+	syncing bool
+	closed  bool
+	// failure is set once a write or sync failed; every later operation
+	// returns it (see ErrLogFailed).
+	failure error
+
+	// segments are sorted by base offset and contiguous; the last is the
+	// active segment that takes appends. There is always at least one.
+	segments []*segment
+	epochs   EpochCache
+
+	logStartOffset record.Offset
+	// durableEndOffset is the offset below which every byte is synced.
+	// Invariant: logStartOffset <= durableEndOffset <= log end offset.
+	durableEndOffset record.Offset
+	// recoveryPoint is the durable end offset as of the last offsets
+	// checkpoint.
+	recoveryPoint record.Offset
+	// highWatermark is what the replication layer last set. The log keeps
+	// it at or below the log end offset.
+	highWatermark record.Offset
+	lastSync      time.Time
+	recovery      RecoveryReport
+}
+
+// AppendResult says where an append landed: offsets [BaseOffset, NextOffset).
+type AppendResult struct {
+	BaseOffset record.Offset
+	NextOffset record.Offset
+	// Batches is the number of record batches appended.
+	Batches int
+}
+
+// LogStartOffset is the first offset the log holds.
+func (l *Log) LogStartOffset() record.Offset {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.logStartOffset
+}
+
+// LogEndOffset is the offset the next appended record will get.
+func (l *Log) LogEndOffset() record.Offset {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.logEndOffsetLocked()
+}
+
+func (l *Log) logEndOffsetLocked() record.Offset {
+	return l.segments[len(l.segments)-1].nextOffset
+}
+
+// DurableEndOffset is the offset below which everything is synced: what
+// survives a power loss. With FlushAlways it is what may count toward the
+// high watermark.
+func (l *Log) DurableEndOffset() record.Offset {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.durableEndOffset
+}
+
+// HighWatermark is the high watermark last set with SetHighWatermark (or
+// recovered from the checkpoint), clamped to the log end offset.
+func (l *Log) HighWatermark() record.Offset {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.highWatermark
+}
+
+// RecoveryPoint is the offset below which the last checkpoint vouches for
+// synced data; recovery scans from the segment holding it.
+func (l *Log) RecoveryPoint() record.Offset {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.recoveryPoint
+}
+
+// Recovery describes what Open found and repaired.
+func (l *Log) Recovery() RecoveryReport {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.recovery
+}
+
+// Epochs returns the leader-epoch cache's entries, oldest first.
+func (l *Log) Epochs() []EpochEntry {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.Entries()
+}
+
+// LatestEpoch is the newest leader epoch in the epoch cache, or
+// record.NoLeaderEpoch when there is none.
+func (l *Log) LatestEpoch() record.LeaderEpoch {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.LatestEpoch()
+}
+
+// EndOffsetForEpoch answers OffsetsForLeaderEpoch from the epoch cache; see
+// EpochCache.EndOffsetFor.
+func (l *Log) EndOffsetForEpoch(epoch record.LeaderEpoch) (record.LeaderEpoch, record.Offset) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.EndOffsetFor(epoch, l.logEndOffsetLocked())
+}
+
+// Segments returns the number of segments.
+func (l *Log) Segments() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.segments)
+}
+
+// SizeBytes is the total size of the log's segments.
+func (l *Log) SizeBytes() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var total int64
+	for _, s := range l.segments {
+		total += s.size
+	}
+	return total
+}
+
+// SetHighWatermark records the high watermark the replication layer has
+// decided on. It must lie within [log start offset, log end offset]. The log
+// does not enforce monotonicity (a follower's high watermark may go back
+// after a failover); the replication core does for the leader. The value is
+// persisted by the next Checkpoint, capped at the durable end offset.
+func (l *Log) SetHighWatermark(offset record.Offset) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	if offset < l.logStartOffset || offset > l.logEndOffsetLocked() {
+		return fmt.Errorf("%w: high watermark %d outside [%d, %d]", ErrOffsetOutOfRange, offset, l.logStartOffset, l.logEndOffsetLocked())
+	}
+	l.highWatermark = offset
+	return nil
+}
+
+// usableLocked returns the error every operation returns on a closed or
+// failed log.
+func (l *Log) usableLocked() error {
+	if l.failure != nil {
+		return l.failure
+	}
+	if l.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// failLocked marks the log failed by cause and returns the error to report.
+func (l *Log) failLocked(cause error) error {
+	if l.failure == nil {
+		l.failure = &failedError{cause: cause}
+		l.syncDone.Broadcast()
+	}
+	return l.failure
+}
+
+// AssignEpochStartOffset records that leader epoch begins at the log end
+// offset. A new leader calls it before its first write in a new epoch
+// (KAFKA-7415), so that it can answer where every earlier epoch ended even
+// before it has appended anything.
+func (l *Log) AssignEpochStartOffset(epoch record.LeaderEpoch) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	if epoch < l.epochs.LatestEpoch() {
+		return fmt.Errorf("%w: epoch %d below latest %d", ErrEpochRegression, epoch, l.epochs.LatestEpoch())
+	}
+	return l.assignEpochLocked(epoch, l.logEndOffsetLocked())
+}
+
+// assignEpochLocked updates the epoch cache and, when it changed, writes its
+// checkpoint before returning, so that no batch of a new epoch is on disk
+// without the cache knowing where the epoch began.
+func (l *Log) assignEpochLocked(epoch record.LeaderEpoch, start record.Offset) error {
+	if !l.epochs.Assign(epoch, start) {
+		return nil
+	}
+	return l.writeEpochCheckpointLocked()
+}
+
+func (l *Log) writeEpochCheckpointLocked() error {
+	if err := writeFileAtomically(l.cfg.FS, l.cfg.Dir, epochCheckpointName, l.epochs.marshal()); err != nil {
+		return l.failLocked(fmt.Errorf("write epoch checkpoint: %w", err))
+	}
+	return nil
+}
+
+// Checkpoint persists the high watermark, recovery point and log start
+// offset. The high watermark written is capped at the durable end offset, so
+// a checkpoint never claims as committed what this disk might not hold.
+func (l *Log) Checkpoint() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	l.recoveryPoint = l.durableEndOffset
+	return l.writeOffsetsCheckpointLocked()
+}
+
+func (l *Log) writeOffsetsCheckpointLocked() error {
+	checkpoint := offsetsCheckpoint{
+		HighWatermark:  min(l.highWatermark, l.recoveryPoint),
+		RecoveryPoint:  l.recoveryPoint,
+		LogStartOffset: l.logStartOffset,
+	}
+	if err := writeFileAtomically(l.cfg.FS, l.cfg.Dir, offsetsCheckpointName, checkpoint.marshal()); err != nil {
+		return l.failLocked(fmt.Errorf("write offsets checkpoint: %w", err))
+	}
+	return nil
+}
+
+// waitForSyncLocked waits until no sync is running, so that the caller may
+// move or remove bytes without racing the syncer's bookkeeping.
+func (l *Log) waitForSyncLocked() {
+	for l.syncing {
+		l.syncDone.Wait()
+	}
+}
+
+// Close syncs the log, writes its checkpoints and closes its files. The log
+// is unusable afterwards.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.waitForSyncLocked()
+	var err error
+	if l.failure == nil {
+		if err = l.syncActiveLocked(); err == nil {
+			l.recoveryPoint = l.durableEndOffset
+			err = l.writeOffsetsCheckpointLocked()
+		}
+	}
+	for _, s := range l.segments {
+		if closeErr := s.close(); err == nil {
+			err = closeErr
+		}
+	}
+	l.closed = true
+	l.syncDone.Broadcast()
+	return err
+}
+
+// syncActiveLocked syncs the active segment and its index while holding the
+// lock: for roll, truncation and close, which are rare.
+func (l *Log) syncActiveLocked() error {
+	if err := l.segments[len(l.segments)-1].sync(); err != nil {
+		return l.failLocked(fmt.Errorf("sync: %w", err))
+	}
+	l.durableEndOffset = l.logEndOffsetLocked()
+	l.lastSync = l.cfg.Now()
+	return nil
+}
+
+// String describes the log's offsets, for tests and debugging.
+func (l *Log) String() string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return fmt.Sprintf("log-start=%d durable-end=%d log-end=%d high-watermark=%d recovery-point=%d segments=%d",
+		l.logStartOffset, l.durableEndOffset, l.logEndOffsetLocked(), l.highWatermark, l.recoveryPoint, len(l.segments))
+}

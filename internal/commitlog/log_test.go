@@ -1,0 +1,346 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/record"
+)
+
+func openTestLog(t *testing.T, fs disk.FS, cfg Config) *Log {
+	t.Helper()
+	cfg.FS, cfg.Dir = fs, "p"
+	l, err := Open(cfg)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// A failed fsync is fatal: the log must not retry and carry on, because the
+// kernel may have dropped the dirty pages it failed to write.
+func TestFailedSyncIsFatal(t *testing.T) {
+	faulty := disk.NewFaulty(disk.NewMem(), disk.FaultConfig{Seed: 1})
+	l := openTestLog(t, faulty, Config{})
+	if _, err := l.AppendAsLeader(testBatches(1, 1, 10, 0), 0); err != nil {
+		t.Fatal(err)
+	}
+	faulty.FailSyncAfter(0)
+	_, err := l.AppendAsLeader(testBatches(1, 1, 10, 0), 0)
+	if !errors.Is(err, ErrLogFailed) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("append with a failing sync returned %v, want ErrLogFailed wrapping EIO", err)
+	}
+	if got := l.DurableEndOffset(); got != 1 {
+		t.Fatalf("durable end offset %d after the failed sync, want 1", got)
+	}
+	faulty.SetEnabled(false)
+	if err := l.Sync(); !errors.Is(err, ErrLogFailed) {
+		t.Fatalf("sync after a failed sync returned %v, want ErrLogFailed", err)
+	}
+	if _, err := l.AppendAsLeader(testBatches(1, 1, 10, 0), 0); !errors.Is(err, ErrLogFailed) {
+		t.Fatalf("append after a failed sync returned %v, want ErrLogFailed", err)
+	}
+	if _, err := l.Read(0, 100, 10); !errors.Is(err, ErrLogFailed) {
+		t.Fatalf("read after a failed sync returned %v, want ErrLogFailed", err)
+	}
+}
+
+func TestFailedWriteIsFatal(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		inject func(*disk.FaultyFS)
+		errno  error
+	}{
+		{"eio", func(f *disk.FaultyFS) { f.InjectOnce(disk.OpWrite, syscall.EIO) }, syscall.EIO},
+		{"enospc", func(f *disk.FaultyFS) { f.SetSpaceLimit(f.UsedBytes() + 50) }, syscall.ENOSPC},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			faulty := disk.NewFaulty(disk.NewMem(), disk.FaultConfig{Seed: 1})
+			l := openTestLog(t, faulty, Config{Flush: FlushNever})
+			if _, err := l.AppendAsLeader(testBatches(1, 1, 10, 0), 0); err != nil {
+				t.Fatal(err)
+			}
+			c.inject(faulty)
+			_, err := l.AppendAsLeader(testBatches(1, 1, 100, 0), 0)
+			if !errors.Is(err, ErrLogFailed) || !errors.Is(err, c.errno) {
+				t.Fatalf("append returned %v, want ErrLogFailed wrapping %v", err, c.errno)
+			}
+			if _, err := l.TruncateTo(0); !errors.Is(err, ErrLogFailed) {
+				t.Fatalf("truncate after a failed write returned %v", err)
+			}
+		})
+	}
+}
+
+// A bad batch from a producer or a peer is refused with a typed error and
+// leaves the log unchanged.
+func TestAppendRejectsBadBatches(t *testing.T) {
+	l := openTestLog(t, disk.NewMem(), Config{})
+	good := testBatches(1, 2, 10, 0)
+	corrupt := append([]byte(nil), good...)
+	corrupt[len(corrupt)-1] ^= 0xff
+	for _, c := range []struct {
+		name  string
+		bytes []byte
+		want  error
+	}{
+		{"crc", corrupt, record.ErrCorrupt},
+		{"torn", good[:len(good)-3], record.ErrTruncated},
+		{"too short", good[:10], record.ErrTruncated},
+	} {
+		if _, err := l.AppendAsLeader(append([]byte(nil), c.bytes...), 0); !errors.Is(err, c.want) {
+			t.Errorf("%s: leader append returned %v, want %v", c.name, err, c.want)
+		}
+		if _, err := l.AppendAsFollower(append([]byte(nil), c.bytes...)); !errors.Is(err, c.want) {
+			t.Errorf("%s: follower append returned %v, want %v", c.name, err, c.want)
+		}
+	}
+	if _, err := l.AppendAsLeader(testBatches(1, 1, 10, 0), -1); !errors.Is(err, ErrEpochRegression) {
+		t.Errorf("append in epoch -1 returned %v", err)
+	}
+	if end := l.LogEndOffset(); end != 0 {
+		t.Fatalf("rejected appends moved the log end offset to %d", end)
+	}
+}
+
+// countingFS counts segment syncs and makes each one slow, so that appenders
+// pile up behind it.
+type countingFS struct {
+	disk.FS
+	syncs atomic.Int64
+	delay time.Duration
+}
+
+func (f *countingFS) Create(name string) (disk.File, error) {
+	file, err := f.FS.Create(name)
+	return &countingFile{File: file, fs: f}, err
+}
+
+func (f *countingFS) Open(name string) (disk.File, error) {
+	file, err := f.FS.Open(name)
+	return &countingFile{File: file, fs: f}, err
+}
+
+type countingFile struct {
+	disk.File
+	fs *countingFS
+}
+
+func (f *countingFile) Sync() error {
+	f.fs.syncs.Add(1)
+	time.Sleep(f.fs.delay)
+	return f.File.Sync()
+}
+
+// With FlushAlways, concurrent appenders share syncs (group commit), and
+// each returns only once its own batch is durable.
+// The small-segment case rolls while syncs run: offsets stamped under the
+// lock must still be the ones appended.
+func TestGroupCommit(t *testing.T) {
+	for _, segmentBytes := range []int64{1 << 30, 4096} {
+		t.Run(fmt.Sprintf("segment-bytes=%d", segmentBytes), func(t *testing.T) {
+			testGroupCommit(t, segmentBytes)
+		})
+	}
+}
+
+func testGroupCommit(t *testing.T, segmentBytes int64) {
+	fs := &countingFS{FS: disk.NewMem(), delay: 2 * time.Millisecond}
+	l := openTestLog(t, fs, Config{SegmentBytes: segmentBytes})
+	before := fs.syncs.Load()
+	const appenders, appendsEach = 16, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, appenders)
+	for range appenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range appendsEach {
+				result, err := l.AppendAsLeader(testBatches(1, 1, 100, 0), 0)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if durable := l.DurableEndOffset(); durable < result.NextOffset {
+					errs <- errors.New("append returned before its batch was durable")
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	syncs := fs.syncs.Load() - before
+	if l.LogEndOffset() != appenders*appendsEach {
+		t.Fatalf("log end %d, want %d", l.LogEndOffset(), appenders*appendsEach)
+	}
+	result, err := l.Read(0, 1<<30, l.LogEndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := result.AppendTo(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if headers, err := record.ValidateAll(data, record.Limits{MaxBatchBytes: 1 << 20}); err != nil || len(headers) != appenders*appendsEach {
+		t.Fatalf("read back %d batches, err %v", len(headers), err)
+	}
+	if segmentBytes > 1<<20 && syncs >= appenders*appendsEach/2 {
+		t.Fatalf("%d syncs for %d appends: group commit is not sharing syncs", syncs, appenders*appendsEach)
+	}
+	t.Logf("%d appends made durable by %d syncs", appenders*appendsEach, syncs)
+}
+
+// Reads run alongside appends and truncations without tearing: every read
+// returns whole, valid batches.
+func TestConcurrentReadsSeeWholeBatches(t *testing.T) {
+	l := openTestLog(t, disk.NewMem(), Config{Flush: FlushNever, SegmentBytes: 4096, IndexIntervalBytes: 256})
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 400; i++ {
+			if _, err := l.AppendAsLeader(testBatches(1, 3, 50, 0), 0); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%50 == 49 {
+				if _, err := l.TruncateTo(l.LogEndOffset() - 10); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+		close(stop)
+	}()
+	for reader := 0; reader < 4; reader++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				result, err := l.Read(l.LogStartOffset(), 2048, l.LogEndOffset())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				l.mu.RLock() // hold off truncation while copying the chunks
+				data, err := result.AppendTo(nil)
+				l.mu.RUnlock()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := record.ValidateAll(data, record.Limits{MaxBatchBytes: 1 << 20}); err != nil {
+					t.Errorf("read returned damaged batches: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestSegmentRollsByAge(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := openTestLog(t, disk.NewMem(), Config{SegmentAge: time.Hour, Now: func() time.Time { return now }})
+	l.AppendAsLeader(testBatches(1, 1, 10, 0), 0)
+	now = now.Add(59 * time.Minute)
+	l.AppendAsLeader(testBatches(1, 1, 10, 0), 0)
+	if l.Segments() != 1 {
+		t.Fatalf("rolled before the segment was an hour old")
+	}
+	now = now.Add(time.Minute)
+	l.AppendAsLeader(testBatches(1, 1, 10, 0), 0)
+	if l.Segments() != 2 {
+		t.Fatalf("did not roll a segment an hour old: %d segments", l.Segments())
+	}
+}
+
+func TestFlushIntervalSyncsOnlyWhenDue(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := openTestLog(t, disk.NewMem(), Config{Flush: FlushInterval, FlushInterval: time.Second, Now: func() time.Time { return now }})
+	l.AppendAsLeader(testBatches(1, 1, 10, 0), 0)
+	now = now.Add(500 * time.Millisecond)
+	l.AppendAsLeader(testBatches(1, 1, 10, 0), 0)
+	if got := l.DurableEndOffset(); got != 0 {
+		t.Fatalf("synced before the interval: durable end %d", got)
+	}
+	now = now.Add(600 * time.Millisecond)
+	l.AppendAsLeader(testBatches(1, 1, 10, 0), 0)
+	if got := l.DurableEndOffset(); got != 3 {
+		t.Fatalf("did not sync once the interval passed: durable end %d", got)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, bad := range []Config{
+		{},
+		{FS: disk.NewMem(), Dir: "p", SegmentBytes: 10},
+		{FS: disk.NewMem(), Dir: "p", SegmentBytes: 1 << 40},
+		{FS: disk.NewMem(), Dir: "p", IndexIntervalBytes: 1},
+		{FS: disk.NewMem(), Dir: "p", Flush: FlushMode(9)},
+		{FS: disk.NewMem(), Dir: "p", SegmentBytes: 4096, MaxBatchBytes: 8192},
+		{FS: disk.NewMem(), Dir: "p", SegmentAge: -time.Second},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("config %+v validated", bad)
+		}
+		if _, err := Open(bad); err == nil {
+			t.Errorf("Open accepted config %+v", bad)
+		}
+	}
+	if _, err := ParseFlushMode("sometimes"); err == nil {
+		t.Error("ParseFlushMode accepted an unknown mode")
+	}
+}
+
+func TestOpenOnRealFiles(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{FS: disk.OS(), Dir: dir, SegmentBytes: 4096}
+	l, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		if _, err := l.AppendAsLeader(testBatches(1, 2, 100, 0), record.LeaderEpoch(i/10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	result, err := l.Read(0, 1<<20, 1000)
+	if err != nil || result.NextOffset != 100 {
+		t.Fatalf("read: %v %+v", err, result)
+	}
+	if _, ok := result.Chunks[0].File.(disk.OSFile); !ok {
+		t.Errorf("chunks on real files should expose the *os.File for sendfile")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reopened, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	if reopened.LogEndOffset() != 100 {
+		t.Fatalf("reopened log: %s", reopened)
+	}
+	if epoch, end := reopened.EndOffsetForEpoch(2); epoch != 2 || end != 60 {
+		t.Fatalf("epoch 2 ends at (%d, %d), want (2, 60)", epoch, end)
+	}
+}

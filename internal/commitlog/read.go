@@ -1,0 +1,125 @@
+package commitlog
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/record"
+)
+
+// Chunk is a run of whole batches in one segment file: the form in which the
+// server can send them to a socket without copying (sendfile when File is an
+// disk.OSFile). The chunk stays valid until the log truncates or deletes that
+// segment; the caller must finish with it before it asks the log to.
+type Chunk struct {
+	File     disk.File
+	Position int64
+	Size     int64
+}
+
+// ReadResult is what Read found: whole batches covering offsets
+// [FirstOffset, NextOffset), in Chunks. FirstOffset may be below the offset
+// asked for, because the batch holding it is returned whole, as Kafka does;
+// clients skip the records before their position.
+type ReadResult struct {
+	Chunks      []Chunk
+	FirstOffset record.Offset
+	NextOffset  record.Offset
+	SizeBytes   int64
+}
+
+// Empty reports whether the read found no batch.
+func (r ReadResult) Empty() bool { return len(r.Chunks) == 0 }
+
+// AppendTo reads the chunks' bytes and appends them to dst.
+func (r ReadResult) AppendTo(dst []byte) ([]byte, error) {
+	for _, chunk := range r.Chunks {
+		start := len(dst)
+		dst = append(dst, make([]byte, chunk.Size)...)
+		if _, err := chunk.File.ReadAt(dst[start:], chunk.Position); err != nil {
+			return nil, fmt.Errorf("read %s at %d: %w", chunk.File.Name(), chunk.Position, err)
+		}
+	}
+	return dst, nil
+}
+
+// Read returns whole batches from the one holding offset from, in log order,
+// stopping before a batch that does not end at or below upTo (exclusive; pass
+// the high watermark to serve consumers, the log end offset to serve
+// followers) and before maxBytes would be exceeded. The first batch is
+// returned even when it alone is larger than maxBytes, so that a consumer
+// always makes progress (KIP-74).
+//
+// from must lie in [log start offset, log end offset]; reading at the log end
+// offset returns an empty result.
+func (l *Log) Read(from record.Offset, maxBytes int64, upTo record.Offset) (ReadResult, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if err := l.usableLocked(); err != nil {
+		return ReadResult{}, err
+	}
+	logEnd := l.logEndOffsetLocked()
+	if from < l.logStartOffset || from > logEnd {
+		return ReadResult{}, fmt.Errorf("%w: read at %d outside [%d, %d]", ErrOffsetOutOfRange, from, l.logStartOffset, logEnd)
+	}
+	upTo = min(upTo, logEnd)
+	result := ReadResult{FirstOffset: from, NextOffset: from}
+	if from >= upTo {
+		return result, nil
+	}
+	index := l.segmentIndexLocked(from)
+	first := true
+	for ; index < len(l.segments); index++ {
+		done, err := l.readSegmentLocked(l.segments[index], &result, from, maxBytes, upTo, &first)
+		if err != nil || done {
+			return result, err
+		}
+	}
+	return result, nil
+}
+
+// readSegmentLocked adds the segment's qualifying batches to result and
+// reports whether the read is complete.
+func (l *Log) readSegmentLocked(s *segment, result *ReadResult, from record.Offset, maxBytes int64, upTo record.Offset, first *bool) (bool, error) {
+	found, ok, err := s.find(from)
+	if err != nil || !ok {
+		return false, err
+	}
+	chunk := Chunk{File: s.file, Position: found.position}
+	position := found.position
+	for position < s.size {
+		header, err := s.readHeader(position)
+		if err == nil && position+batchSize(header) > s.size {
+			err = fmt.Errorf("batch of %d bytes runs past the segment end: %w", batchSize(header), record.ErrCorrupt)
+		}
+		if err == nil && !*first && header.BaseOffset != result.NextOffset {
+			err = fmt.Errorf("batch at offset %d follows one ending at %d: %w", header.BaseOffset, result.NextOffset, record.ErrCorrupt)
+		}
+		if err != nil {
+			return true, &CorruptionError{Segment: segmentFileName(s.baseOffset), Position: position, Offset: result.NextOffset, Cause: err}
+		}
+		if header.NextOffset() > upTo || (!*first && result.SizeBytes+batchSize(header) > maxBytes) {
+			break
+		}
+		if *first {
+			result.FirstOffset = header.BaseOffset
+			*first = false
+		}
+		chunk.Size += batchSize(header)
+		result.SizeBytes += batchSize(header)
+		result.NextOffset = header.NextOffset()
+		position += batchSize(header)
+	}
+	if chunk.Size > 0 {
+		result.Chunks = append(result.Chunks, chunk)
+	}
+	return position < s.size, nil
+}
+
+// segmentIndexLocked returns the index of the segment holding offset: the
+// last one whose base offset is at or below it.
+func (l *Log) segmentIndexLocked(offset record.Offset) int {
+	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].baseOffset > offset })
+	return max(i-1, 0)
+}

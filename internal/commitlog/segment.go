@@ -1,0 +1,246 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/record"
+)
+
+// segment is one file of a partition log, holding record batches whose base
+// offsets start at baseOffset, byte for byte as they were appended, plus its
+// sparse offset index.
+//
+// Invariants: batches are contiguous (each starts at the previous one's next
+// offset) and [baseOffset, nextOffset) are the offsets it holds; size is the
+// file's length; every index entry names a batch start.
+type segment struct {
+	baseOffset record.Offset
+	nextOffset record.Offset
+	size       int64
+	file       disk.File
+	index      offsetIndex
+	// bytesSinceIndexEntry counts the bytes appended since the last index
+	// entry; an entry is added once it reaches the index interval.
+	bytesSinceIndexEntry int64
+	// createdAt is when this process created or opened the segment, for
+	// rolling by age. A restart restarts the age.
+	createdAt time.Time
+	// maxTimestampMs is the largest batch max timestamp seen, for retention
+	// by age; maxTimestampKnown is false until the segment has been scanned.
+	maxTimestampMs    int64
+	maxTimestampKnown bool
+}
+
+func segmentFileName(base record.Offset) string { return fmt.Sprintf("%020d%s", base, segmentSuffix) }
+func indexFileName(base record.Offset) string   { return fmt.Sprintf("%020d%s", base, indexSuffix) }
+
+// parseSegmentFileName returns the base offset named by a segment file name.
+func parseSegmentFileName(name string) (record.Offset, bool) {
+	digits, ok := strings.CutSuffix(name, segmentSuffix)
+	if !ok || len(digits) != 20 {
+		return 0, false
+	}
+	base, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || base < 0 {
+		return 0, false
+	}
+	return record.Offset(base), true
+}
+
+// createSegment creates an empty segment and its index, replacing any old
+// files of the same name.
+func createSegment(fs disk.FS, dir string, base record.Offset, now time.Time) (*segment, error) {
+	file, err := fs.Create(path.Join(dir, segmentFileName(base)))
+	if err != nil {
+		return nil, err
+	}
+	indexFile, err := fs.Create(path.Join(dir, indexFileName(base)))
+	if err != nil {
+		file.Close()
+		return nil, err
+	}
+	return &segment{
+		baseOffset: base, nextOffset: base, file: file,
+		index: offsetIndex{file: indexFile}, createdAt: now,
+		maxTimestampMs: -1, maxTimestampKnown: true,
+	}, nil
+}
+
+// openSegment opens an existing segment file and its index (creating an
+// empty index when it is missing). Its next offset is not known until the
+// caller recovers or loads it.
+func openSegment(fs disk.FS, dir string, base record.Offset, now time.Time) (*segment, error) {
+	file, err := fs.Open(path.Join(dir, segmentFileName(base)))
+	if err != nil {
+		return nil, err
+	}
+	size, err := file.Size()
+	if err != nil {
+		file.Close()
+		return nil, err
+	}
+	indexName := path.Join(dir, indexFileName(base))
+	indexFile, err := fs.Open(indexName)
+	if errors.Is(err, disk.ErrNotExist) {
+		indexFile, err = fs.Create(indexName)
+	}
+	if err != nil {
+		file.Close()
+		return nil, err
+	}
+	return &segment{
+		baseOffset: base, nextOffset: base, size: size, file: file,
+		index: offsetIndex{file: indexFile}, createdAt: now, maxTimestampMs: -1,
+	}, nil
+}
+
+// readHeader reads and parses the batch header at position.
+func (s *segment) readHeader(position int64) (record.Header, error) {
+	var buf [record.HeaderSize]byte
+	if position+record.HeaderSize > s.size {
+		return record.Header{}, fmt.Errorf("header at %d runs past segment end %d: %w", position, s.size, record.ErrTruncated)
+	}
+	if _, err := s.file.ReadAt(buf[:], position); err != nil {
+		return record.Header{}, err
+	}
+	return record.ParseHeader(buf[:])
+}
+
+// readBatch reads the whole batch at position and validates it: the check a
+// batch gets again when it comes back from the disk.
+func (s *segment) readBatch(position int64, limits record.Limits) ([]byte, record.Header, error) {
+	header, err := s.readHeader(position)
+	if err != nil {
+		return nil, record.Header{}, err
+	}
+	size := batchSize(header)
+	if size > int64(limits.MaxBatchBytes) || position+size > s.size {
+		// Let Validate classify it (too large or truncated) from the header.
+		size = min(int64(limits.MaxBatchBytes), s.size-position)
+		size = max(size, record.HeaderSize)
+	}
+	data := make([]byte, size)
+	if _, err := s.file.ReadAt(data, position); err != nil && !errors.Is(err, io.EOF) {
+		return nil, header, err
+	}
+	header, err = record.Validate(data, limits)
+	return data, header, err
+}
+
+// append writes batches (already validated and stamped, described by
+// headers) at the end of the segment and indexes them.
+func (s *segment) append(batches []byte, headers []record.Header, indexInterval int64) error {
+	position := s.size
+	if _, err := s.file.Write(batches); err != nil {
+		return err
+	}
+	for _, header := range headers {
+		if header.BaseOffset != s.nextOffset {
+			panic(fmt.Sprintf("commitlog: batch at %d appended to segment ending at %d", header.BaseOffset, s.nextOffset))
+		}
+		if err := s.maybeIndex(header, position, indexInterval); err != nil {
+			return err
+		}
+		position += batchSize(header)
+		s.nextOffset = header.NextOffset()
+		s.maxTimestampMs = max(s.maxTimestampMs, header.MaxTimestampMs)
+	}
+	s.size = position
+	return nil
+}
+
+// maybeIndex adds an index entry for the batch at position when enough bytes
+// have gone by since the last one.
+func (s *segment) maybeIndex(header record.Header, position, indexInterval int64) error {
+	if s.bytesSinceIndexEntry < indexInterval {
+		s.bytesSinceIndexEntry += batchSize(header)
+		return nil
+	}
+	s.bytesSinceIndexEntry = batchSize(header)
+	return s.index.append(indexEntry{
+		relativeOffset: uint32(header.BaseOffset - s.baseOffset),
+		position:       uint32(position),
+	})
+}
+
+// batchPosition is where a batch sits in a segment.
+type batchPosition struct {
+	position int64
+	header   record.Header
+}
+
+// find returns the first batch whose last offset is at or above offset, and
+// false when every batch ends below it.
+func (s *segment) find(offset record.Offset) (batchPosition, bool, error) {
+	if offset >= s.nextOffset {
+		return batchPosition{}, false, nil
+	}
+	if offset < s.baseOffset {
+		offset = s.baseOffset
+	}
+	position := s.index.lookup(uint32(offset - s.baseOffset))
+	for position < s.size {
+		header, err := s.readHeader(position)
+		if err != nil {
+			return batchPosition{}, false, err
+		}
+		if header.LastOffset() >= offset {
+			return batchPosition{position: position, header: header}, true, nil
+		}
+		position += batchSize(header)
+	}
+	return batchPosition{}, false, nil
+}
+
+// truncateTo removes every batch whose last offset is at or above offset and
+// returns the segment's new next offset, which is at or below offset.
+func (s *segment) truncateTo(offset record.Offset) (record.Offset, error) {
+	found, ok, err := s.find(offset)
+	if err != nil || !ok {
+		return s.nextOffset, err
+	}
+	if err := s.index.truncateToPosition(found.position); err != nil {
+		return 0, err
+	}
+	if err := s.file.Truncate(found.position); err != nil {
+		return 0, err
+	}
+	s.size = found.position
+	s.nextOffset = found.header.BaseOffset
+	s.bytesSinceIndexEntry = 0
+	return s.nextOffset, nil
+}
+
+// close closes the segment's files without syncing them.
+func (s *segment) close() error {
+	return errors.Join(s.file.Close(), s.index.file.Close())
+}
+
+// remove closes and deletes the segment's files.
+func (s *segment) remove(fs disk.FS, dir string) error {
+	closeErr := s.close()
+	removeErr := fs.Remove(path.Join(dir, segmentFileName(s.baseOffset)))
+	indexErr := fs.Remove(path.Join(dir, indexFileName(s.baseOffset)))
+	if errors.Is(indexErr, disk.ErrNotExist) {
+		indexErr = nil
+	}
+	return errors.Join(closeErr, removeErr, indexErr)
+}
+
+// sync makes the segment and its index durable.
+func (s *segment) sync() error {
+	if err := s.file.Sync(); err != nil {
+		return err
+	}
+	return s.index.file.Sync()
+}
+
+// batchSize is a batch's size in bytes as a file position.
+func batchSize(header record.Header) int64 { return int64(header.Size()) }
