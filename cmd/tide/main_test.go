@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidelog/tide/internal/commitlog"
+	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/record"
+)
+
+func run(args ...string) (string, error) {
+	root := newRootCommand()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	out, err := run("version")
+	if err != nil || !strings.HasPrefix(out, "tide ") {
+		t.Fatalf("version: %q %v", out, err)
+	}
+	out, err = run("--help")
+	if err != nil || !strings.Contains(out, "never loses an") || !strings.Contains(out, "Kafka") {
+		t.Fatalf("help does not say what tide is: %q %v", out, err)
+	}
+}
+
+func TestBadCommandLineIsAUsageError(t *testing.T) {
+	for _, args := range [][]string{{"log", "inspect"}, {"version", "--no-such-flag"}} {
+		_, err := run(args...)
+		if err == nil || exitCode(err) != 2 {
+			t.Errorf("tide %v: err %v, exit code %d, want a usage error (2)", args, err, exitCode(err))
+		}
+	}
+	if _, err := run("no-such-command"); err == nil {
+		t.Error("an unknown command succeeded")
+	}
+}
+
+func TestLogInspect(t *testing.T) {
+	dir := t.TempDir()
+	l, err := commitlog.Open(commitlog.Config{FS: disk.OS(), Dir: dir, SegmentBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		batch := record.Build(record.BuildOptions{Records: []record.Record{{Value: bytes.Repeat([]byte("x"), 200)}}})
+		if _, err := l.AppendAsLeader(batch, record.LeaderEpoch(i/20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run("log", "inspect", dir)
+	if err != nil || !strings.Contains(out, "leader epochs: 0@0 1@20") || strings.Contains(out, "damaged") {
+		t.Fatalf("inspect of a healthy log: %v\n%s", err, out)
+	}
+	segment := filepath.Join(dir, "00000000000000000000.log")
+	data, _ := os.ReadFile(segment)
+	data[300] ^= 0xff
+	os.WriteFile(segment, data, 0o644)
+	out, err = run("log", "inspect", dir)
+	if err == nil || exitCode(err) != 1 || !strings.Contains(out, "damaged at byte") {
+		t.Fatalf("inspect of a damaged log: %v\n%s", err, out)
+	}
+}
