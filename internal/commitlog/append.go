@@ -124,6 +124,7 @@ func (l *Log) appendLocked(batches []byte, headers []record.Header) (AppendResul
 		// A partial write leaves the segment in an unknown state.
 		return AppendResult{}, l.failLocked(fmt.Errorf("append to %s: %w", segmentFileName(active.baseOffset), err))
 	}
+	l.assertInvariantsLocked("append")
 	return AppendResult{BaseOffset: first.BaseOffset, NextOffset: last.NextOffset(), Batches: len(headers)}, nil
 }
 
@@ -213,5 +214,6 @@ func (l *Log) syncTo(target record.Offset) error {
 	// moved while the lock was released.
 	l.durableEndOffset = max(l.durableEndOffset, end)
 	l.lastSync = l.cfg.Now()
+	l.assertInvariantsLocked("sync")
 	return nil
 }

@@ -206,5 +206,6 @@ func (l *Log) finishRecovery(highWatermark record.Offset) error {
 	l.durableEndOffset, l.recoveryPoint = logEnd, logEnd
 	l.highWatermark = max(highWatermark, l.logStartOffset)
 	l.lastSync = l.cfg.Now()
+	l.assertInvariantsLocked("recovery")
 	return l.writeOffsetsCheckpointLocked()
 }

@@ -118,6 +118,7 @@ func (l *Log) moveLogStartLocked(offset record.Offset) error {
 		removed++
 	}
 	l.segments = l.segments[removed:]
+	l.assertInvariantsLocked("move log start")
 	if removed > 0 {
 		if err := l.cfg.FS.SyncDir(l.cfg.Dir); err != nil {
 			return l.failLocked(fmt.Errorf("sync dir: %w", err))

@@ -62,6 +62,7 @@ func (l *Log) TruncateTo(offset record.Offset) (record.Offset, error) {
 	if l.logEndOffsetLocked() != newEnd {
 		panic(fmt.Sprintf("commitlog: truncated to %d, expected %d", l.logEndOffsetLocked(), newEnd))
 	}
+	l.assertInvariantsLocked("truncate")
 	return newEnd, nil
 }
 
@@ -158,5 +159,6 @@ func (l *Log) truncateFullyAndStartAtLocked(offset record.Offset) error {
 	}
 	l.logStartOffset, l.highWatermark = offset, offset
 	l.durableEndOffset, l.recoveryPoint = offset, offset
+	l.assertInvariantsLocked("truncate fully")
 	return l.writeOffsetsCheckpointLocked()
 }

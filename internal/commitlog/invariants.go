@@ -1,0 +1,36 @@
+package commitlog
+
+import (
+	"fmt"
+
+	"github.com/tidelog/tide/internal/invariants"
+)
+
+// assertInvariantsLocked panics when the log's state contradicts itself: a
+// broken invariant is a bug in this package, and carrying on could serve or
+// acknowledge records that are not there. The offset checks are cheap and
+// always on; the walk over every segment and epoch entry runs only with the
+// invariants build tag.
+func (l *Log) assertInvariantsLocked(when string) {
+	end := l.logEndOffsetLocked()
+	if l.logStartOffset > l.highWatermark || l.highWatermark > end {
+		panic(fmt.Sprintf("commitlog: %s: high watermark %d outside [%d, %d]", when, l.highWatermark, l.logStartOffset, end))
+	}
+	if l.recoveryPoint > l.durableEndOffset || l.durableEndOffset > end {
+		panic(fmt.Sprintf("commitlog: %s: recovery point %d, durable end %d, log end %d out of order", when, l.recoveryPoint, l.durableEndOffset, end))
+	}
+	if !invariants.Enabled {
+		return
+	}
+	for i, s := range l.segments {
+		if s.nextOffset < s.baseOffset || (i > 0 && s.baseOffset != l.segments[i-1].nextOffset) {
+			panic(fmt.Sprintf("commitlog: %s: segment %d [%d, %d) does not follow [%d, %d)", when, i, s.baseOffset, s.nextOffset, l.segments[max(i-1, 0)].baseOffset, l.segments[max(i-1, 0)].nextOffset))
+		}
+	}
+	if err := l.epochs.checkInvariants(); err != nil {
+		panic(fmt.Sprintf("commitlog: %s: %v", when, err))
+	}
+	if latest, ok := l.epochs.Latest(); ok && latest.StartOffset > end {
+		panic(fmt.Sprintf("commitlog: %s: epoch %d starts at %d, past the log end %d", when, latest.Epoch, latest.StartOffset, end))
+	}
+}
