@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/leaderepoch"
 	"github.com/tidelog/tide/internal/record"
 )
 
@@ -249,7 +250,7 @@ func (r *crashRun) checkContents(when string) {
 	data, err := result.AppendTo(nil)
 	r.must(err, when+": read bytes")
 	var expected []byte
-	var epochs EpochCache
+	var epochs leaderepoch.Cache
 	for _, batch := range r.model {
 		if batch.next > start {
 			expected = append(expected, batch.bytes...)
@@ -267,23 +268,31 @@ func (r *crashRun) checkContents(when string) {
 // checkEpochs checks that the cache agrees with the epochs of the batches:
 // each epoch present in the log starts at its first batch (or at the log
 // start offset), and every entry lies within the log.
-func (r *crashRun) checkEpochs(when string, fromBatches EpochCache, start, end record.Offset) {
-	cache := EpochCache{entries: r.log.Epochs()}
-	if err := cache.checkInvariants(); err != nil {
+func (r *crashRun) checkEpochs(when string, fromBatches leaderepoch.Cache, start, end record.Offset) {
+	cache := mustCache(r, r.log.Epochs())
+	if err := cache.Validate(); err != nil {
 		r.fatalf("%s: %v", when, err)
 	}
-	for _, entry := range fromBatches.entries {
+	for _, entry := range fromBatches.Entries() {
 		want := max(entry.StartOffset, start)
 		if cache.EpochAt(want) != entry.Epoch {
-			r.fatalf("%s: epoch cache %v says offset %d is in epoch %d, the log says %d", when, cache.entries, want, cache.EpochAt(want), entry.Epoch)
+			r.fatalf("%s: epoch cache %v says offset %d is in epoch %d, the log says %d", when, cache.Entries(), want, cache.EpochAt(want), entry.Epoch)
 		}
 		if want > start && cache.EpochAt(want-1) == entry.Epoch {
-			r.fatalf("%s: epoch cache %v starts epoch %d before its first batch at %d", when, cache.entries, entry.Epoch, want)
+			r.fatalf("%s: epoch cache %v starts epoch %d before its first batch at %d", when, cache.Entries(), entry.Epoch, want)
 		}
 	}
-	for _, entry := range cache.entries {
+	for _, entry := range cache.Entries() {
 		if entry.StartOffset < start || entry.StartOffset > end {
 			r.fatalf("%s: epoch cache entry %v outside [%d, %d]", when, entry, start, end)
 		}
 	}
+}
+
+func mustCache(r *crashRun, entries []leaderepoch.Entry) leaderepoch.Cache {
+	cache, err := leaderepoch.FromEntries(entries)
+	if err != nil {
+		r.fatalf("epoch cache: %v", err)
+	}
+	return cache
 }

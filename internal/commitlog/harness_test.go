@@ -133,10 +133,10 @@ func describeLog(l *Log) string {
 	fmt.Fprintf(&b, "log-start=%d hw=%d durable-end=%d log-end=%d recovery-point=%d\n",
 		l.logStartOffset, l.highWatermark, l.durableEndOffset, l.logEndOffsetLocked(), l.recoveryPoint)
 	fmt.Fprintf(&b, "epochs:")
-	if len(l.epochs.entries) == 0 {
+	if l.epochs.Len() == 0 {
 		fmt.Fprintf(&b, " none")
 	}
-	for _, e := range l.epochs.entries {
+	for _, e := range l.epochs.Entries() {
 		fmt.Fprintf(&b, " %d@%d", e.Epoch, e.StartOffset)
 	}
 	fmt.Fprintln(&b)

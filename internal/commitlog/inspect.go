@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/leaderepoch"
 	"github.com/tidelog/tide/internal/record"
 )
 
@@ -30,7 +31,7 @@ type InspectReport struct {
 	Segments []SegmentReport
 	// Epochs is the epoch checkpoint's content; EpochsError says why it
 	// could not be read.
-	Epochs      []EpochEntry
+	Epochs      []leaderepoch.Entry
 	EpochsError error
 	// HighWatermark, RecoveryPoint and LogStartOffset come from the offsets
 	// checkpoint; OffsetsError says why it could not be read.
@@ -62,7 +63,7 @@ func Inspect(fs disk.FS, dir string) (InspectReport, error) {
 	}
 	if data, err := readSmallFile(fs, path.Join(dir, epochCheckpointName)); err != nil {
 		report.EpochsError = err
-	} else if cache, err := unmarshalEpochCache(data); err != nil {
+	} else if cache, err := leaderepoch.UnmarshalCheckpoint(data); err != nil {
 		report.EpochsError = err
 	} else {
 		report.Epochs = cache.Entries()

@@ -27,7 +27,7 @@ func (l *Log) assertInvariantsLocked(when string) {
 			panic(fmt.Sprintf("commitlog: %s: segment %d [%d, %d) does not follow [%d, %d)", when, i, s.baseOffset, s.nextOffset, l.segments[max(i-1, 0)].baseOffset, l.segments[max(i-1, 0)].nextOffset))
 		}
 	}
-	if err := l.epochs.checkInvariants(); err != nil {
+	if err := l.epochs.Validate(); err != nil {
 		panic(fmt.Sprintf("commitlog: %s: %v", when, err))
 	}
 	if latest, ok := l.epochs.Latest(); ok && latest.StartOffset > end {

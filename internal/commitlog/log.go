@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidelog/tide/internal/leaderepoch"
 	"github.com/tidelog/tide/internal/record"
 )
 
@@ -42,7 +43,7 @@ type Log struct {
 	// segments are sorted by base offset and contiguous; the last is the
 	// active segment that takes appends. There is always at least one.
 	segments []*segment
-	epochs   EpochCache
+	epochs   leaderepoch.Cache
 
 	logStartOffset record.Offset
 	// durableEndOffset is the offset below which every byte is synced.
@@ -117,7 +118,7 @@ func (l *Log) Recovery() RecoveryReport {
 }
 
 // Epochs returns the leader-epoch cache's entries, oldest first.
-func (l *Log) Epochs() []EpochEntry {
+func (l *Log) Epochs() []leaderepoch.Entry {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.epochs.Entries()
@@ -132,7 +133,7 @@ func (l *Log) LatestEpoch() record.LeaderEpoch {
 }
 
 // EndOffsetForEpoch answers OffsetsForLeaderEpoch from the epoch cache; see
-// EpochCache.EndOffsetFor.
+// leaderepoch.Cache.EndOffsetFor.
 func (l *Log) EndOffsetForEpoch(epoch record.LeaderEpoch) (record.LeaderEpoch, record.Offset) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -223,7 +224,7 @@ func (l *Log) assignEpochLocked(epoch record.LeaderEpoch, start record.Offset) e
 }
 
 func (l *Log) writeEpochCheckpointLocked() error {
-	if err := writeFileAtomically(l.cfg.FS, l.cfg.Dir, epochCheckpointName, l.epochs.marshal()); err != nil {
+	if err := writeFileAtomically(l.cfg.FS, l.cfg.Dir, epochCheckpointName, l.epochs.MarshalCheckpoint()); err != nil {
 		return l.failLocked(fmt.Errorf("write epoch checkpoint: %w", err))
 	}
 	return nil

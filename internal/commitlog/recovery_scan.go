@@ -7,6 +7,7 @@ import (
 	"path"
 
 	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/leaderepoch"
 	"github.com/tidelog/tide/internal/record"
 )
 
@@ -21,9 +22,9 @@ func isBatchDamage(err error) bool {
 // indexes, and cuts the log at the first damaged batch, unless that batch
 // lies below the recovery point. It returns where each epoch begins among the
 // scanned batches, for the epoch cache.
-func (l *Log) scanFrom(first int, recoveryPoint record.Offset) ([]EpochEntry, error) {
+func (l *Log) scanFrom(first int, recoveryPoint record.Offset) ([]leaderepoch.Entry, error) {
 	l.recovery.ScannedFrom = l.segments[first].baseOffset
-	var epochs []EpochEntry
+	var epochs []leaderepoch.Entry
 	expected := l.segments[first].baseOffset
 	for i := first; i < len(l.segments); i++ {
 		s := l.segments[i]
@@ -46,7 +47,7 @@ func (l *Log) scanFrom(first int, recoveryPoint record.Offset) ([]EpochEntry, er
 // scanSegment validates s from its start, rebuilding its index and setting
 // its next offset. It returns the position and cause of the first damaged
 // batch, or a nil damage when the whole segment is valid.
-func (l *Log) scanSegment(s *segment, recoveryPoint record.Offset, epochs *[]EpochEntry) (int64, error, error) {
+func (l *Log) scanSegment(s *segment, recoveryPoint record.Offset, epochs *[]leaderepoch.Entry) (int64, error, error) {
 	if err := s.index.reset(); err != nil {
 		return 0, nil, err
 	}
@@ -78,7 +79,7 @@ func (l *Log) scanSegment(s *segment, recoveryPoint record.Offset, epochs *[]Epo
 			return 0, nil, err
 		}
 		if live && (len(*epochs) == 0 || (*epochs)[len(*epochs)-1].Epoch != header.PartitionLeaderEpoch) {
-			*epochs = append(*epochs, EpochEntry{Epoch: header.PartitionLeaderEpoch, StartOffset: header.BaseOffset})
+			*epochs = append(*epochs, leaderepoch.Entry{Epoch: header.PartitionLeaderEpoch, StartOffset: header.BaseOffset})
 		}
 		s.nextOffset = header.NextOffset()
 		s.maxTimestampMs = max(s.maxTimestampMs, header.MaxTimestampMs)
@@ -128,13 +129,13 @@ func (l *Log) cutTail(i int, position int64, offset, recoveryPoint record.Offset
 // kept: it is what a new leader records before its first write (KAFKA-7415).
 // A missing or unreadable checkpoint is rebuilt from every batch in the log.
 // The checkpoint is rewritten when the result differs from it.
-func (l *Log) recoverEpochCache(scanned []EpochEntry) error {
+func (l *Log) recoverEpochCache(scanned []leaderepoch.Entry) error {
 	data, err := readSmallFile(l.cfg.FS, path.Join(l.cfg.Dir, epochCheckpointName))
-	var loaded EpochCache
+	var loaded leaderepoch.Cache
 	if err == nil {
-		loaded, err = unmarshalEpochCache(data)
+		loaded, err = leaderepoch.UnmarshalCheckpoint(data)
 	}
-	if err != nil && !errors.Is(err, disk.ErrNotExist) && !errors.Is(err, errCheckpointFormat) {
+	if err != nil && !errors.Is(err, disk.ErrNotExist) && !(errors.Is(err, errCheckpointFormat) || errors.Is(err, leaderepoch.ErrMalformedCheckpoint)) {
 		return err
 	}
 	scanStart := l.recovery.ScannedFrom
@@ -147,7 +148,7 @@ func (l *Log) recoverEpochCache(scanned []EpochEntry) error {
 		}
 		scanStart = 0
 	}
-	cache := EpochCache{entries: loaded.Entries()}
+	cache := loaded.Clone()
 	cache.TruncateFromEnd(scanStart)
 	for _, entry := range scanned {
 		if cache.LatestEpoch() != entry.Epoch {
@@ -160,7 +161,7 @@ func (l *Log) recoverEpochCache(scanned []EpochEntry) error {
 	}
 	cache.TruncateFromStart(l.logStartOffset)
 	l.epochs = cache
-	if data != nil && bytes.Equal(data, cache.marshal()) {
+	if data != nil && bytes.Equal(data, cache.MarshalCheckpoint()) {
 		return nil
 	}
 	return l.writeEpochCheckpointLocked()
@@ -168,8 +169,8 @@ func (l *Log) recoverEpochCache(scanned []EpochEntry) error {
 
 // allEpochStarts walks the batch headers of the whole log and returns where
 // each epoch begins.
-func (l *Log) allEpochStarts() ([]EpochEntry, error) {
-	var epochs []EpochEntry
+func (l *Log) allEpochStarts() ([]leaderepoch.Entry, error) {
+	var epochs []leaderepoch.Entry
 	for _, s := range l.segments {
 		for position := int64(0); position < s.size; {
 			header, err := s.readHeader(position)
@@ -181,7 +182,7 @@ func (l *Log) allEpochStarts() ([]EpochEntry, error) {
 			}
 			live := header.NextOffset() > l.logStartOffset
 			if live && (len(epochs) == 0 || epochs[len(epochs)-1].Epoch != header.PartitionLeaderEpoch) {
-				epochs = append(epochs, EpochEntry{Epoch: header.PartitionLeaderEpoch, StartOffset: header.BaseOffset})
+				epochs = append(epochs, leaderepoch.Entry{Epoch: header.PartitionLeaderEpoch, StartOffset: header.BaseOffset})
 			}
 			position += batchSize(header)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tidelog/tide/internal/leaderepoch"
 	"github.com/tidelog/tide/internal/record"
 )
 
@@ -134,7 +135,7 @@ func (l *Log) TruncateFullyAndStartAt(offset record.Offset) error {
 }
 
 func (l *Log) truncateFullyAndStartAtLocked(offset record.Offset) error {
-	l.epochs = EpochCache{}
+	l.epochs = leaderepoch.Cache{}
 	if err := l.writeEpochCheckpointLocked(); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package commitlog
+package leaderepoch
 
 import (
 	"math/rand/v2"
@@ -7,10 +7,10 @@ import (
 	"github.com/tidelog/tide/internal/record"
 )
 
-// naiveEndOffset is the reference for EpochCache.EndOffsetFor: it walks a
+// naiveEndOffset is the reference for Cache.EndOffsetFor: it walks a
 // log of per-offset epochs, written the obvious way from the definition in
 // reference/kafka-replication.md section 1.3.
-func naiveEndOffset(entries []EpochEntry, requested record.LeaderEpoch, logEnd record.Offset) (record.LeaderEpoch, record.Offset) {
+func naiveEndOffset(entries []Entry, requested record.LeaderEpoch, logEnd record.Offset) (record.LeaderEpoch, record.Offset) {
 	if requested == record.NoLeaderEpoch || len(entries) == 0 {
 		return record.NoLeaderEpoch, -1
 	}
@@ -34,11 +34,11 @@ func naiveEndOffset(entries []EpochEntry, requested record.LeaderEpoch, logEnd r
 	return floor, end
 }
 
-func randomEpochCache(random *rand.Rand) ([]EpochEntry, record.Offset) {
-	var entries []EpochEntry
+func randomCache(random *rand.Rand) ([]Entry, record.Offset) {
+	var entries []Entry
 	epoch, offset := record.LeaderEpoch(random.IntN(3)), record.Offset(random.IntN(5))
 	for n := random.IntN(6); n > 0; n-- {
-		entries = append(entries, EpochEntry{Epoch: epoch, StartOffset: offset})
+		entries = append(entries, Entry{Epoch: epoch, StartOffset: offset})
 		epoch += 1 + record.LeaderEpoch(random.IntN(3))
 		offset += 1 + record.Offset(random.IntN(10))
 	}
@@ -48,8 +48,8 @@ func randomEpochCache(random *rand.Rand) ([]EpochEntry, record.Offset) {
 func TestEndOffsetForMatchesNaiveReference(t *testing.T) {
 	random := rand.New(rand.NewPCG(1, 2))
 	for run := 0; run < 20000; run++ {
-		entries, logEnd := randomEpochCache(random)
-		cache := EpochCache{entries: entries}
+		entries, logEnd := randomCache(random)
+		cache := Cache{entries: entries}
 		requested := record.LeaderEpoch(random.IntN(20) - 1)
 		gotEpoch, gotEnd := cache.EndOffsetFor(requested, logEnd)
 		wantEpoch, wantEnd := naiveEndOffset(entries, requested, logEnd)
@@ -59,10 +59,10 @@ func TestEndOffsetForMatchesNaiveReference(t *testing.T) {
 	}
 }
 
-func TestEpochCacheAssignKeepsEntriesIncreasing(t *testing.T) {
+func TestCacheAssignKeepsEntriesIncreasing(t *testing.T) {
 	random := rand.New(rand.NewPCG(3, 4))
 	for run := 0; run < 5000; run++ {
-		var cache EpochCache
+		var cache Cache
 		for step := 0; step < 20; step++ {
 			switch random.IntN(4) {
 			case 0, 1:
@@ -90,15 +90,15 @@ func TestEpochCacheAssignKeepsEntriesIncreasing(t *testing.T) {
 					t.Fatalf("truncate from start %d left %v", start, cache.entries)
 				}
 			}
-			if err := cache.checkInvariants(); err != nil {
+			if err := cache.Validate(); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 }
 
-func TestEpochCacheCases(t *testing.T) {
-	cache := EpochCache{}
+func TestCacheCases(t *testing.T) {
+	cache := Cache{}
 	cache.Assign(1, 0)
 	cache.Assign(1, 5) // same epoch, later offset: no-op
 	cache.Assign(3, 10)
@@ -129,16 +129,16 @@ func TestEpochCacheCases(t *testing.T) {
 }
 
 func TestEpochCheckpointRoundTrip(t *testing.T) {
-	cache := EpochCache{entries: []EpochEntry{{1, 0}, {4, 100}, {7, 250}}}
-	decoded, err := unmarshalEpochCache(cache.marshal())
+	cache := Cache{entries: []Entry{{1, 0}, {4, 100}, {7, 250}}}
+	decoded, err := UnmarshalCheckpoint(cache.MarshalCheckpoint())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(decoded.entries) != 3 || decoded.entries[2] != (EpochEntry{7, 250}) {
+	if len(decoded.entries) != 3 || decoded.entries[2] != (Entry{7, 250}) {
 		t.Fatalf("round trip gave %v", decoded.entries)
 	}
 	for _, bad := range []string{"", "1\n0\n", "0\n2\n1 0\n", "0\n2\n1 0\n1 5\n", "0\n1\nx y\n", "0\n1\n-1 0\n"} {
-		if _, err := unmarshalEpochCache([]byte(bad)); err == nil {
+		if _, err := UnmarshalCheckpoint([]byte(bad)); err == nil {
 			t.Errorf("unmarshal(%q) accepted", bad)
 		}
 	}

@@ -1,8 +1,13 @@
-package commitlog
+// Package leaderepoch is the leader-epoch cache: which leader epoch began at
+// which offset. It is pure (no I/O) so that the partition log on disk and the
+// replication core share one implementation of the lookups that epoch
+// truncation depends on.
+package leaderepoch
 
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,40 +15,40 @@ import (
 	"github.com/tidelog/tide/internal/record"
 )
 
-// EpochEntry says that leader epoch Epoch began at StartOffset: the first
+// Entry says that leader epoch Epoch began at StartOffset: the first
 // batch appended in that epoch has base offset StartOffset (or will have, for
 // the entry a new leader records at its log end offset before any write).
-type EpochEntry struct {
+type Entry struct {
 	Epoch       record.LeaderEpoch
 	StartOffset record.Offset
 }
 
-// EpochCache maps leader epochs to the offset at which each began. It is
+// Cache maps leader epochs to the offset at which each began. It is
 // what lets a follower find where its log diverges from a new leader's by
 // epoch instead of by its own (possibly lagging) high watermark, the fix for
 // KAFKA-1211 (KIP-101, KIP-279).
 //
 // Invariant: both Epoch and StartOffset strictly increase along entries.
-// EpochCache is a plain value with no I/O; the Log persists it.
-type EpochCache struct {
-	entries []EpochEntry
+// Cache is a plain value with no I/O; the Log persists it.
+type Cache struct {
+	entries []Entry
 }
 
 // Entries returns a copy of the cache's entries, oldest first.
-func (c *EpochCache) Entries() []EpochEntry {
-	return append([]EpochEntry(nil), c.entries...)
+func (c *Cache) Entries() []Entry {
+	return append([]Entry(nil), c.entries...)
 }
 
 // Latest returns the newest entry, and false when the cache is empty.
-func (c *EpochCache) Latest() (EpochEntry, bool) {
+func (c *Cache) Latest() (Entry, bool) {
 	if len(c.entries) == 0 {
-		return EpochEntry{}, false
+		return Entry{}, false
 	}
 	return c.entries[len(c.entries)-1], true
 }
 
 // LatestEpoch returns the newest epoch, or record.NoLeaderEpoch.
-func (c *EpochCache) LatestEpoch() record.LeaderEpoch {
+func (c *Cache) LatestEpoch() record.LeaderEpoch {
 	latest, ok := c.Latest()
 	if !ok {
 		return record.NoLeaderEpoch
@@ -56,9 +61,9 @@ func (c *EpochCache) LatestEpoch() record.LeaderEpoch {
 // entry with an epoch >= epoch or a start offset >= start is removed first,
 // so the cache stays strictly increasing in both. It reports whether the
 // cache changed.
-func (c *EpochCache) Assign(epoch record.LeaderEpoch, start record.Offset) bool {
+func (c *Cache) Assign(epoch record.LeaderEpoch, start record.Offset) bool {
 	if epoch < 0 || start < 0 {
-		panic(fmt.Sprintf("commitlog: assign epoch %d at offset %d", epoch, start))
+		panic(fmt.Sprintf("leaderepoch: assign epoch %d at offset %d", epoch, start))
 	}
 	if latest, ok := c.Latest(); ok && latest.Epoch == epoch && start >= latest.StartOffset {
 		return false
@@ -67,14 +72,14 @@ func (c *EpochCache) Assign(epoch record.LeaderEpoch, start record.Offset) bool 
 	for n > 0 && (c.entries[n-1].Epoch >= epoch || c.entries[n-1].StartOffset >= start) {
 		n--
 	}
-	c.entries = append(c.entries[:n], EpochEntry{Epoch: epoch, StartOffset: start})
+	c.entries = append(c.entries[:n], Entry{Epoch: epoch, StartOffset: start})
 	return true
 }
 
 // TruncateFromEnd removes every entry whose start offset is at or above end:
 // the epochs that began in a suffix the log no longer has. It reports whether
 // the cache changed.
-func (c *EpochCache) TruncateFromEnd(end record.Offset) bool {
+func (c *Cache) TruncateFromEnd(end record.Offset) bool {
 	n := len(c.entries)
 	for n > 0 && c.entries[n-1].StartOffset >= end {
 		n--
@@ -87,7 +92,7 @@ func (c *EpochCache) TruncateFromEnd(end record.Offset) bool {
 // TruncateFromStart forgets epochs that ended before the new log start
 // offset. The epoch in force at start keeps its entry, moved up to start, so
 // that lookups still know which epoch the first retained offset belongs to.
-func (c *EpochCache) TruncateFromStart(start record.Offset) bool {
+func (c *Cache) TruncateFromStart(start record.Offset) bool {
 	drop := 0
 	for drop < len(c.entries) && c.entries[drop].StartOffset <= start {
 		drop++
@@ -100,7 +105,7 @@ func (c *EpochCache) TruncateFromStart(start record.Offset) bool {
 		return false
 	}
 	kept.StartOffset = start
-	c.entries = append([]EpochEntry{kept}, c.entries[drop:]...)
+	c.entries = append([]Entry{kept}, c.entries[drop:]...)
 	return true
 }
 
@@ -112,7 +117,7 @@ func (c *EpochCache) TruncateFromStart(start record.Offset) bool {
 // epoch is undefined or newer than anything cached. When requested predates
 // the cache, it returns (requested, start of the first cached epoch)
 // (KAFKA-7415). See reference/kafka-replication.md section 1.3.
-func (c *EpochCache) EndOffsetFor(requested record.LeaderEpoch, logEnd record.Offset) (record.LeaderEpoch, record.Offset) {
+func (c *Cache) EndOffsetFor(requested record.LeaderEpoch, logEnd record.Offset) (record.LeaderEpoch, record.Offset) {
 	if requested == record.NoLeaderEpoch || len(c.entries) == 0 {
 		return record.NoLeaderEpoch, -1
 	}
@@ -137,7 +142,7 @@ func (c *EpochCache) EndOffsetFor(requested record.LeaderEpoch, logEnd record.Of
 
 // EpochAt returns the epoch in force at offset: that of the last entry whose
 // start offset is at or below offset, or NoLeaderEpoch.
-func (c *EpochCache) EpochAt(offset record.Offset) record.LeaderEpoch {
+func (c *Cache) EpochAt(offset record.Offset) record.LeaderEpoch {
 	epoch := record.NoLeaderEpoch
 	for _, entry := range c.entries {
 		if entry.StartOffset > offset {
@@ -148,9 +153,14 @@ func (c *EpochCache) EpochAt(offset record.Offset) record.LeaderEpoch {
 	return epoch
 }
 
-// checkInvariants returns an error when the entries are not strictly
+// Validate returns an error when the entries are not strictly
 // increasing in epoch and start offset.
-func (c *EpochCache) checkInvariants() error {
+func (c *Cache) Validate() error {
+	for i := 0; i < len(c.entries); i++ {
+		if c.entries[i].Epoch < 0 || c.entries[i].StartOffset < 0 {
+			return fmt.Errorf("epoch cache entry %d is negative: %v", i, c.entries[i])
+		}
+	}
 	for i := 1; i < len(c.entries); i++ {
 		previous, entry := c.entries[i-1], c.entries[i]
 		if entry.Epoch <= previous.Epoch || entry.StartOffset <= previous.StartOffset {
@@ -160,11 +170,31 @@ func (c *EpochCache) checkInvariants() error {
 	return nil
 }
 
+// ErrMalformedCheckpoint is wrapped by UnmarshalCheckpoint's errors.
+var ErrMalformedCheckpoint = errors.New("malformed leader-epoch checkpoint")
+
+// FromEntries returns a cache holding entries, which must strictly increase
+// in epoch and start offset.
+func FromEntries(entries []Entry) (Cache, error) {
+	cache := Cache{entries: append([]Entry(nil), entries...)}
+	if err := cache.Validate(); err != nil {
+		return Cache{}, err
+	}
+	return cache, nil
+}
+
+// Clone returns an independent copy: copies of a Cache value share storage,
+// so a copy that will change must be a clone.
+func (c *Cache) Clone() Cache { return Cache{entries: c.Entries()} }
+
+// Len returns the number of entries.
+func (c *Cache) Len() int { return len(c.entries) }
+
 // The checkpoint format follows Kafka's leader-epoch-checkpoint: a version
 // line, a count line, then one "epoch startOffset" line per entry.
 const epochCheckpointVersion = 0
 
-func (c *EpochCache) marshal() []byte {
+func (c *Cache) MarshalCheckpoint() []byte {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "%d\n%d\n", epochCheckpointVersion, len(c.entries))
 	for _, entry := range c.entries {
@@ -173,30 +203,30 @@ func (c *EpochCache) marshal() []byte {
 	return buf.Bytes()
 }
 
-func unmarshalEpochCache(data []byte) (EpochCache, error) {
+func UnmarshalCheckpoint(data []byte) (Cache, error) {
 	scanner := bufio.NewScanner(bytes.NewReader(data))
 	var lines []string
 	for scanner.Scan() {
 		lines = append(lines, strings.TrimSpace(scanner.Text()))
 	}
 	if len(lines) < 2 || lines[0] != strconv.Itoa(epochCheckpointVersion) {
-		return EpochCache{}, fmt.Errorf("%w: epoch checkpoint header", errCheckpointFormat)
+		return Cache{}, fmt.Errorf("%w: header", ErrMalformedCheckpoint)
 	}
 	count, err := strconv.Atoi(lines[1])
 	if err != nil || count < 0 || count != len(lines)-2 {
-		return EpochCache{}, fmt.Errorf("%w: epoch checkpoint entry count %q", errCheckpointFormat, lines[1])
+		return Cache{}, fmt.Errorf("%w: entry count %q", ErrMalformedCheckpoint, lines[1])
 	}
-	var cache EpochCache
+	var cache Cache
 	for _, line := range lines[2:] {
 		var epoch int32
 		var start int64
 		if _, err := fmt.Sscanf(line, "%d %d", &epoch, &start); err != nil || epoch < 0 || start < 0 {
-			return EpochCache{}, fmt.Errorf("%w: epoch checkpoint entry %q", errCheckpointFormat, line)
+			return Cache{}, fmt.Errorf("%w: entry %q", ErrMalformedCheckpoint, line)
 		}
-		cache.entries = append(cache.entries, EpochEntry{Epoch: record.LeaderEpoch(epoch), StartOffset: record.Offset(start)})
+		cache.entries = append(cache.entries, Entry{Epoch: record.LeaderEpoch(epoch), StartOffset: record.Offset(start)})
 	}
-	if err := cache.checkInvariants(); err != nil {
-		return EpochCache{}, fmt.Errorf("%w: epoch checkpoint: %v", errCheckpointFormat, err)
+	if err := cache.Validate(); err != nil {
+		return Cache{}, fmt.Errorf("%w: %v", ErrMalformedCheckpoint, err)
 	}
 	return cache, nil
 }
