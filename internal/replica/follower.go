@@ -1,0 +1,200 @@
+package replica
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/record"
+	"github.com/tidelog/tide/internal/rules"
+)
+
+// followerState is what a replica keeps while it follows.
+type followerState struct {
+	leader metadata.BrokerID
+	// inFlight is the fetch sent and not yet answered.
+	inFlight     *FetchRequest
+	inFlightTick int64
+	// retryTick is when the follower may fetch again after an error.
+	retryTick int64
+	// fenced is set when the leader answered FENCED_LEADER_EPOCH to this
+	// epoch: this replica is the stale one, and it waits for newer
+	// partition state instead of fetching on.
+	fenced bool
+	nextID uint64
+	// brokerEpoch is this broker's epoch, sent with every fetch (KIP-903).
+	brokerEpoch metadata.BrokerEpoch
+}
+
+// SetBrokerEpoch sets this broker's own epoch (its incarnation), which every
+// fetch carries so a leader can tell fetches from before a restart apart.
+func (r *Replica) SetBrokerEpoch(epoch metadata.BrokerEpoch) { r.follower.brokerEpoch = epoch }
+
+// becomeFollower starts following the leader of a new epoch. Rule kafka-1211
+// (epoch truncation): the follower does not truncate now, and never to its
+// own high watermark, which may lag the leader's; its first fetch carries
+// the epoch of its last batch, and the leader answers where the follower's
+// log diverges from its own, if it does. This happens on every epoch change,
+// also when the leader stays the same broker (KAFKA-7164).
+func (r *Replica) becomeFollower() {
+	r.abandonLeadership()
+	brokerEpoch := r.follower.brokerEpoch
+	r.role = Follower
+	r.follower = followerState{leader: r.state.Leader, brokerEpoch: brokerEpoch, nextID: r.follower.nextID}
+	if !r.config.Rules.On(rules.EpochTruncation) {
+		// Before KIP-101: truncate to the high watermark and fetch from
+		// there. The high watermark can lag the leader's, so this can cut
+		// committed records (KAFKA-1211).
+		r.truncate(max(r.highWatermark, r.log.start))
+	}
+	r.maybeFetch()
+}
+
+// maybeFetch sends the next fetch if none is in flight and the follower may.
+// With flush=always the follower first waits until what it appended is
+// durable (rule unsynced-ack): its fetch offset tells the leader it has the
+// data, and the leader counts it toward the high watermark.
+func (r *Replica) maybeFetch() {
+	f := &r.follower
+	if r.role != Follower || f.inFlight != nil || f.fenced || r.now < f.retryTick || r.state.Leader == metadata.NoBroker {
+		return
+	}
+	if r.config.FlushAlways && r.config.Rules.On(rules.CommittedMeansDurable) && r.log.durable < r.log.end {
+		return
+	}
+	f.nextID++
+	request := &FetchRequest{
+		ID: f.nextID, ReplicaID: r.config.Broker, ReplicaEpoch: f.brokerEpoch,
+		CurrentLeaderEpoch: r.state.LeaderEpoch, FetchOffset: r.log.end,
+		LastFetchedEpoch: record.NoLeaderEpoch, MaxBytes: int64(r.config.MaxBatchBytes),
+	}
+	if r.config.Rules.On(rules.EpochTruncation) {
+		request.LastFetchedEpoch = r.log.epochs.LatestEpoch()
+	}
+	f.inFlight, f.inFlightTick = request, r.now
+	sent := *request
+	r.ready.Messages = append(r.ready.Messages, Message{To: f.leader, Partition: r.config.Partition, Fetch: &sent})
+}
+
+// maybeRetryFetch resends a fetch whose response is overdue: the request or
+// the response was lost. A late response to the old request is discarded.
+func (r *Replica) maybeRetryFetch() {
+	f := &r.follower
+	if f.inFlight != nil && r.now-f.inFlightTick >= r.config.FetchRetryTicks {
+		f.inFlight = nil
+	}
+	r.maybeFetch()
+}
+
+// HandleFetchResponse applies the leader's answer to this follower's fetch.
+func (r *Replica) HandleFetchResponse(response FetchResponse) {
+	f := &r.follower
+	if r.role != Follower || f.inFlight == nil || response.ID != f.inFlight.ID {
+		return // an answer to a fetch this replica no longer waits for
+	}
+	request := *f.inFlight
+	f.inFlight = nil
+	if request.FetchOffset != r.log.end || request.CurrentLeaderEpoch != r.state.LeaderEpoch {
+		r.maybeFetch() // the log or the epoch moved since: the answer is stale
+		return
+	}
+	switch response.ErrorCode {
+	case 0:
+		r.applyFetchedData(response)
+	case kerr.OffsetOutOfRange.Code:
+		r.handleOutOfRange(response)
+	case kerr.FencedLeaderEpoch.Code:
+		// The leader has a newer epoch than this replica: wait for it to
+		// arrive through the metadata log (KIP-320).
+		f.fenced = true
+	default:
+		f.retryTick = r.now + r.config.FetchRetryTicks
+	}
+	r.maybeFetch()
+}
+
+// applyFetchedData truncates on a diverging epoch, or else appends the
+// records and takes the leader's high watermark. A diverging epoch is
+// applied before, and instead of, any record or high watermark in the same
+// response (KAFKA-14704): applying them first could make the follower's
+// divergent tail look committed.
+func (r *Replica) applyFetchedData(response FetchResponse) {
+	if response.DivergingEpoch != nil {
+		r.truncateDivergence(*response.DivergingEpoch)
+		return
+	}
+	if len(response.Records) > 0 {
+		headers, err := record.ValidateAll(response.Records, record.Limits{MaxBatchBytes: r.config.MaxBatchBytes})
+		if err != nil || len(headers) == 0 || headers[0].BaseOffset != r.log.end || r.epochRegresses(headers) {
+			r.follower.retryTick = r.now + r.config.FetchRetryTicks
+			return
+		}
+		r.appendBatches(response.Records, headers)
+	}
+	if response.HighWatermark >= 0 {
+		r.setHighWatermark(max(min(response.HighWatermark, r.log.end), r.log.start))
+	}
+}
+
+// epochRegresses reports batches whose leader epoch is below the latest the
+// log has: a leader never sends those to a follower that reconciled.
+func (r *Replica) epochRegresses(headers []record.Header) bool {
+	latest := r.log.epochs.LatestEpoch()
+	for _, header := range headers {
+		if header.PartitionLeaderEpoch < latest || header.PartitionLeaderEpoch < 0 {
+			return true
+		}
+		latest = header.PartitionLeaderEpoch
+	}
+	return false
+}
+
+// truncateDivergence truncates the suffix where this follower's log
+// diverges from the leader's (Kafka's getOffsetTruncationState). When the
+// follower knows the epoch the leader named, it keeps the shorter of the two
+// ends of that epoch. When it does not (KIP-279), it truncates to the end of
+// its own largest epoch below it, and its next fetch asks again with that
+// epoch, until both name an epoch both know.
+func (r *Replica) truncateDivergence(diverging EpochEndOffset) {
+	localEpoch, localEnd := r.log.epochs.EndOffsetFor(diverging.Epoch, r.log.end)
+	var to record.Offset
+	switch {
+	case localEpoch == record.NoLeaderEpoch:
+		to = min(diverging.EndOffset, r.log.end)
+	case localEpoch != diverging.Epoch:
+		to = min(localEnd, r.log.end)
+	default:
+		to = min(localEnd, diverging.EndOffset, r.log.end)
+	}
+	r.truncate(max(to, r.log.start))
+}
+
+// handleOutOfRange is Kafka's fetchOffsetAndTruncate (never fatal since
+// KAFKA-7414): behind the leader's log start, restart at it; ahead of the
+// leader's log end (an unclean election, or pre-epoch truncation), truncate
+// to it.
+func (r *Replica) handleOutOfRange(response FetchResponse) {
+	switch {
+	case response.LogEndOffset >= 0 && response.LogEndOffset < r.log.end:
+		r.truncate(max(response.LogEndOffset, r.log.start))
+	case response.LogStartOffset > r.log.end:
+		r.truncateFully(response.LogStartOffset)
+	default:
+		r.follower.retryTick = r.now + r.config.FetchRetryTicks
+	}
+}
+
+// truncateFully empties the log and restarts it at start.
+func (r *Replica) truncateFully(start record.Offset) {
+	r.ready.Log = append(r.ready.Log, LogOp{Kind: TruncateFully, Offset: start})
+	r.log.start, r.log.end, r.log.durable = start, start, start
+	r.log.epochs = r.log.epochs.Clone()
+	r.log.epochs.TruncateFromEnd(0)
+	r.setHighWatermark(start)
+}
+
+// describeFollower is for debugging.
+func (s *followerState) String() string {
+	return fmt.Sprintf("leader=%d in-flight=%t fenced=%t", s.leader, s.inFlight != nil, s.fenced)
+}

@@ -1,0 +1,373 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/record"
+	"github.com/tidelog/tide/internal/rules"
+)
+
+// leaderState is what a replica keeps while it leads.
+type leaderState struct {
+	// epochStartOffset is the log end offset when this epoch began (Kafka's
+	// leader-epoch start offset). Everything committed in earlier epochs
+	// lies below it.
+	epochStartOffset record.Offset
+	followers        map[metadata.BrokerID]*followerProgress
+	// pending is the ISR change proposed to the controller and not yet
+	// answered; at most one is in flight (KIP-497).
+	pending     *ISRChange
+	pendingTick int64
+	waiting     []pendingProduce
+}
+
+// followerProgress is what the leader knows of one follower in this epoch.
+type followerProgress struct {
+	// logEndOffset is the fetch offset of the follower's last accepted
+	// fetch in this epoch, -1 until it fetches: what it holds is unknown.
+	logEndOffset record.Offset
+	// lastCaughtUpTick is the last time the follower had everything the
+	// leader had (Kafka's lastCaughtUpTimeMs).
+	lastCaughtUpTick int64
+	lastFetchTick    int64
+	// lastFetchLeaderEnd is the leader's log end offset at the follower's
+	// previous fetch.
+	lastFetchLeaderEnd record.Offset
+	brokerEpoch        metadata.BrokerEpoch
+}
+
+// pendingProduce is a produce request waiting for its batches to commit
+// (acks=all) or to be durable on the leader (acks=1 with flush=always).
+type pendingProduce struct {
+	id           uint64
+	acks         int16
+	baseOffset   record.Offset
+	nextOffset   record.Offset
+	deadlineTick int64
+}
+
+// becomeLeader starts a new leader epoch. The epoch is recorded at the log
+// end offset before any write (KAFKA-7415), and everything the leader knew
+// of its followers is forgotten until each fetches in the new epoch: a
+// follower's position from an older epoch says nothing about a log that may
+// since have been truncated.
+func (r *Replica) becomeLeader() {
+	r.abandonLeadership()
+	r.role = Leader
+	r.follower = followerState{}
+	epoch := r.state.LeaderEpoch
+	if epoch > r.log.epochs.LatestEpoch() || r.log.epochs.Len() == 0 {
+		r.ready.Log = append(r.ready.Log, LogOp{Kind: AssignEpoch, Epoch: epoch})
+		r.log.epochs.Assign(epoch, r.log.end)
+	}
+	r.leader = leaderState{epochStartOffset: r.log.end, followers: map[metadata.BrokerID]*followerProgress{}}
+	for _, id := range r.state.Replicas {
+		if id == r.config.Broker {
+			continue
+		}
+		progress := &followerProgress{logEndOffset: -1, lastFetchLeaderEnd: -1, brokerEpoch: metadata.NoBrokerEpoch}
+		if r.state.InISR(id) {
+			progress.lastCaughtUpTick = r.now
+		}
+		r.leader.followers[id] = progress
+	}
+	r.maybeAdvanceHighWatermark()
+}
+
+// leaderStateChanged applies a new ISR (or assignment) in the same epoch.
+func (r *Replica) leaderStateChanged() {
+	if r.leader.pending != nil && r.state.PartitionEpoch > r.leader.pending.PartitionEpoch {
+		r.leader.pending = nil
+	}
+	for _, id := range r.state.Replicas {
+		if _, ok := r.leader.followers[id]; !ok && id != r.config.Broker {
+			r.leader.followers[id] = &followerProgress{logEndOffset: -1, lastFetchLeaderEnd: -1, brokerEpoch: metadata.NoBrokerEpoch}
+		}
+	}
+	r.maybeAdvanceHighWatermark()
+	r.answerLeaderAcks()
+}
+
+// abandonLeadership answers every waiting produce request: this replica no
+// longer leads the epoch they were appended in.
+func (r *Replica) abandonLeadership() {
+	if r.role != Leader {
+		return
+	}
+	for _, waiting := range r.leader.waiting {
+		r.answerProduce(waiting.id, kerr.NotLeaderForPartition.Code, -1)
+	}
+	r.leader = leaderState{}
+}
+
+// checkLeaderEpoch is KIP-320's receiver-side check, rule kafka-6880 (fenced
+// fetch): a request from an older epoch gets FENCED_LEADER_EPOCH, one from a
+// newer epoch UNKNOWN_LEADER_EPOCH, and only the current epoch is served, so
+// a zombie that missed leader changes can never fetch on as if nothing had
+// happened. NoLeaderEpoch skips the check (old clients).
+func (r *Replica) checkLeaderEpoch(requested record.LeaderEpoch) int16 {
+	if requested == record.NoLeaderEpoch || !r.config.Rules.On(rules.FencedFetch) {
+		return 0
+	}
+	switch {
+	case requested < r.state.LeaderEpoch:
+		return kerr.FencedLeaderEpoch.Code
+	case requested > r.state.LeaderEpoch:
+		return kerr.UnknownLeaderEpoch.Code
+	}
+	return 0
+}
+
+// HandleProduce appends a producer's batches as leader.
+func (r *Replica) HandleProduce(request ProduceRequest) {
+	if r.role != Leader {
+		r.answerProduce(request.ID, kerr.NotLeaderForPartition.Code, -1)
+		return
+	}
+	limits := record.Limits{MaxBatchBytes: r.config.MaxBatchBytes, RequireDenseOffsets: true}
+	headers, err := record.ValidateAll(request.Batches, limits)
+	if err != nil {
+		var batchError *record.Error
+		code := kerr.CorruptMessage.Code
+		if errors.As(err, &batchError) {
+			code = batchError.KafkaCode()
+		}
+		r.answerProduce(request.ID, code, -1)
+		return
+	}
+	if request.Acks == AcksAll && len(r.state.ISR) < r.config.MinInsyncReplicas {
+		r.answerProduce(request.ID, kerr.NotEnoughReplicas.Code, -1)
+		return
+	}
+	if request.Acks != AcksNone && len(r.leader.waiting) >= r.config.MaxPendingProduces {
+		r.answerProduce(request.ID, kerr.RequestTimedOut.Code, -1)
+		return
+	}
+	base := r.log.end
+	r.stampBatches(request.Batches, headers)
+	r.appendBatches(request.Batches, headers)
+	if request.Acks == AcksNone {
+		return
+	}
+	r.leader.waiting = append(r.leader.waiting, pendingProduce{
+		id: request.ID, acks: request.Acks, baseOffset: base, nextOffset: r.log.end,
+		deadlineTick: r.now + request.TimeoutTicks,
+	})
+	r.maybeAdvanceHighWatermark()
+	r.answerLeaderAcks()
+}
+
+// stampBatches writes offsets from the log end offset and the leader epoch
+// into the batch headers, in place; the CRC does not cover them.
+func (r *Replica) stampBatches(batches []byte, headers []record.Header) {
+	next, position := r.log.end, 0
+	for i := range headers {
+		batch := batches[position : position+headers[i].Size()]
+		record.SetBaseOffset(batch, next)
+		record.SetPartitionLeaderEpoch(batch, r.state.LeaderEpoch)
+		headers[i].BaseOffset = next
+		headers[i].PartitionLeaderEpoch = r.state.LeaderEpoch
+		next = headers[i].NextOffset()
+		position += headers[i].Size()
+	}
+}
+
+// answerLeaderAcks answers the produce requests whose condition now holds.
+// acks=all is answered only once the high watermark has passed the batches:
+// every ISR member has them (durably, with flush=always). If the ISR shrank
+// below min.insync.replicas meanwhile, the answer is
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND, as Kafka's DelayedProduce does.
+func (r *Replica) answerLeaderAcks() {
+	kept := r.leader.waiting[:0]
+	for _, waiting := range r.leader.waiting {
+		switch {
+		case waiting.acks == AcksLeader && r.countableEnd() >= waiting.nextOffset:
+			r.answerProduce(waiting.id, 0, waiting.baseOffset)
+		case waiting.acks == AcksAll && r.highWatermark >= waiting.nextOffset:
+			code := int16(0)
+			if len(r.state.ISR) < r.config.MinInsyncReplicas {
+				code = kerr.NotEnoughReplicasAfterAppend.Code
+			}
+			r.answerProduce(waiting.id, code, waiting.baseOffset)
+		default:
+			kept = append(kept, waiting)
+		}
+	}
+	r.leader.waiting = kept
+}
+
+// expireProduces answers REQUEST_TIMED_OUT to requests past their deadline.
+func (r *Replica) expireProduces() {
+	kept := r.leader.waiting[:0]
+	for _, waiting := range r.leader.waiting {
+		if r.now >= waiting.deadlineTick {
+			r.answerProduce(waiting.id, kerr.RequestTimedOut.Code, -1)
+			continue
+		}
+		kept = append(kept, waiting)
+	}
+	r.leader.waiting = kept
+}
+
+func (r *Replica) answerProduce(id uint64, code int16, base record.Offset) {
+	r.ready.Answers = append(r.ready.Answers, Answer{Produce: &ProduceAnswer{
+		ID: id, ErrorCode: code, BaseOffset: base, LogStartOffset: r.log.start,
+	}})
+}
+
+// maximalISR is the ISR the high watermark waits for: the committed ISR plus
+// a member whose addition is pending, since the controller may accept it
+// (Kafka's maximal ISR, KIP-497). A pending removal does not count until
+// committed, since the controller may reject it.
+func (r *Replica) maximalISR() []metadata.BrokerID {
+	isr := slices.Clone(r.state.ISR)
+	if r.leader.pending != nil {
+		for _, member := range r.leader.pending.NewISR {
+			if !containsBroker(isr, member.ID) {
+				isr = append(isr, member.ID)
+			}
+		}
+	}
+	return isr
+}
+
+// maybeAdvanceHighWatermark moves the high watermark to the smallest log end
+// offset over the maximal ISR. It never moves back on a leader, and does not
+// move while the ISR is smaller than min.insync.replicas (KAFKA-15583): data
+// that only a too-small ISR holds is not committed. A follower that has not
+// fetched in this epoch holds it still.
+func (r *Replica) maybeAdvanceHighWatermark() {
+	if r.role != Leader || len(r.state.ISR) < r.config.MinInsyncReplicas {
+		return
+	}
+	candidate := r.countableEnd()
+	for _, id := range r.maximalISR() {
+		if id == r.config.Broker {
+			continue
+		}
+		progress, ok := r.leader.followers[id]
+		if !ok || progress.logEndOffset < 0 {
+			return
+		}
+		candidate = min(candidate, progress.logEndOffset)
+	}
+	if candidate <= r.highWatermark {
+		return
+	}
+	r.setHighWatermark(candidate)
+	r.noteServedHighWatermark()
+	r.answerLeaderAcks()
+}
+
+// noteServedHighWatermark remembers the high watermark this leader makes
+// visible, once it is safe to serve (see servableHighWatermark).
+func (r *Replica) noteServedHighWatermark() {
+	if hw, ok := r.servableHighWatermark(); ok {
+		r.highestServedHighWatermark = max(r.highestServedHighWatermark, hw)
+	}
+}
+
+// servableHighWatermark is the high watermark a leader may show clients.
+// Rule kafka-2334 (monotonic high watermark, KIP-207): a new leader's high
+// watermark may lag the one the previous leader served; until it reaches the
+// start offset of its own epoch, showing it could make a consumer see the
+// latest offset go backwards, so none is shown.
+func (r *Replica) servableHighWatermark() (record.Offset, bool) {
+	if r.config.Rules.On(rules.MonotonicHighWatermark) && r.highWatermark < r.leader.epochStartOffset {
+		return 0, false
+	}
+	return r.highWatermark, true
+}
+
+// maybeShrinkISR proposes removing the followers that have not caught up
+// within the lag time. Shrinking is always safe for the log; it only needs
+// the controller's compare-and-set.
+func (r *Replica) maybeShrinkISR() {
+	if r.leader.pending != nil {
+		return
+	}
+	var keep []metadata.BrokerID
+	for _, id := range r.state.ISR {
+		if id == r.config.Broker || r.followerCaughtUp(id) {
+			keep = append(keep, id)
+		}
+	}
+	if len(keep) < len(r.state.ISR) {
+		r.proposeISR(keep)
+	}
+}
+
+// followerCaughtUp is Kafka's isCaughtUp: the follower has the leader's log
+// end offset, or had it within the lag time.
+func (r *Replica) followerCaughtUp(id metadata.BrokerID) bool {
+	progress, ok := r.leader.followers[id]
+	if !ok {
+		return false
+	}
+	if progress.logEndOffset >= 0 && progress.logEndOffset == r.log.end {
+		return true
+	}
+	return r.now-progress.lastCaughtUpTick <= r.config.ReplicaLagTicks
+}
+
+// proposeISR hands out an AlterPartition proposal for isr.
+func (r *Replica) proposeISR(isr []metadata.BrokerID) {
+	change := ISRChange{
+		Partition: r.config.Partition, Leader: r.config.Broker,
+		LeaderEpoch: r.state.LeaderEpoch, PartitionEpoch: r.state.PartitionEpoch,
+	}
+	for _, id := range isr {
+		epoch := metadata.NoBrokerEpoch
+		if broker, ok := r.brokers[id]; ok {
+			epoch = broker.Epoch
+		}
+		if progress, ok := r.leader.followers[id]; ok && progress.brokerEpoch != metadata.NoBrokerEpoch {
+			epoch = progress.brokerEpoch
+		}
+		change.NewISR = append(change.NewISR, ISRMember{ID: id, Epoch: epoch})
+	}
+	r.leader.pending, r.leader.pendingTick = &change, r.now
+	r.ready.Proposals = append(r.ready.Proposals, change)
+}
+
+// maybeRetryProposal forgets a proposal that got no answer in time, so the
+// leader may propose again.
+func (r *Replica) maybeRetryProposal() {
+	if r.leader.pending != nil && r.now-r.leader.pendingTick >= r.config.ProposalRetryTicks {
+		r.leader.pending = nil
+		r.maybeAdvanceHighWatermark()
+	}
+}
+
+// HandleAlterPartitionResponse takes the controller's answer to the pending
+// proposal. On success its state is applied like any metadata (it may also
+// arrive through the metadata log first; the partition epoch orders them).
+func (r *Replica) HandleAlterPartitionResponse(response AlterPartitionResponse) {
+	if r.role != Leader || r.leader.pending == nil {
+		return
+	}
+	r.leader.pending = nil
+	if response.ErrorCode == 0 && response.State != nil {
+		r.ApplyPartitionState(*response.State)
+	}
+	r.maybeAdvanceHighWatermark()
+}
+
+// String describes the leader's view of its followers, for debugging.
+func (s *leaderState) String() string {
+	ids := make([]metadata.BrokerID, 0, len(s.followers))
+	for id := range s.followers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	text := fmt.Sprintf("epoch-start=%d", s.epochStartOffset)
+	for _, id := range ids {
+		text += fmt.Sprintf(" %d:leo=%d", id, s.followers[id].logEndOffset)
+	}
+	return text
+}

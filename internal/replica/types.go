@@ -1,0 +1,183 @@
+package replica
+
+import (
+	"fmt"
+
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/record"
+)
+
+// Kafka's acks values for produce requests.
+const (
+	AcksNone   int16 = 0
+	AcksLeader int16 = 1
+	AcksAll    int16 = -1
+)
+
+// ListOffsets timestamps with a special meaning.
+const (
+	LatestTimestamp   int64 = -1
+	EarliestTimestamp int64 = -2
+)
+
+// ConsumerReplicaID is the replica id of fetches from consumers (and of any
+// request not sent by a follower).
+const ConsumerReplicaID metadata.BrokerID = -1
+
+// ProduceRequest is one partition's part of a produce request.
+type ProduceRequest struct {
+	// ID is chosen by the caller and echoed in the answer.
+	ID uint64
+	// Batches is one or more RecordBatch v2, as the producer sent them. The
+	// replica takes ownership: it writes offsets and its leader epoch into
+	// the headers in place.
+	Batches []byte
+	// Acks is AcksNone, AcksLeader or AcksAll.
+	Acks int16
+	// TimeoutTicks bounds how long an AcksAll request waits for the ISR.
+	TimeoutTicks int64
+}
+
+// ProduceAnswer answers a ProduceRequest.
+type ProduceAnswer struct {
+	ID             uint64
+	ErrorCode      int16
+	BaseOffset     record.Offset
+	LogStartOffset record.Offset
+}
+
+// FetchRequest is one partition's part of a fetch, from a follower
+// (ReplicaID >= 0) or a consumer (ConsumerReplicaID).
+type FetchRequest struct {
+	// ID is chosen by the sender and echoed in the response.
+	ID        uint64
+	ReplicaID metadata.BrokerID
+	// ReplicaEpoch is the follower's broker epoch (KIP-903), or
+	// metadata.NoBrokerEpoch.
+	ReplicaEpoch metadata.BrokerEpoch
+	// CurrentLeaderEpoch is the epoch the sender believes current
+	// (KIP-320), or record.NoLeaderEpoch to skip the check.
+	CurrentLeaderEpoch record.LeaderEpoch
+	FetchOffset        record.Offset
+	// LastFetchedEpoch is the epoch of the last batch in the follower's log,
+	// or record.NoLeaderEpoch; the leader compares it with its own epoch
+	// history to detect a diverging log (KIP-595 style, Kafka 2.7+).
+	LastFetchedEpoch record.LeaderEpoch
+	MaxBytes         int64
+}
+
+// EpochEndOffset is where an epoch ended in a log.
+type EpochEndOffset struct {
+	Epoch     record.LeaderEpoch
+	EndOffset record.Offset
+}
+
+// FetchResponse answers a FetchRequest. The replica fills in everything but
+// Records: it says which range to read ([ReadFrom, ReadUpTo), at most
+// MaxBytes, whole batches), and whoever carries out the Ready reads the log
+// and attaches the batches, so the core never copies record bytes.
+type FetchResponse struct {
+	ID        uint64
+	ErrorCode int16
+	// HighWatermark and LogStartOffset are the leader's.
+	HighWatermark  record.Offset
+	LogStartOffset record.Offset
+	// LogEndOffset is the leader's log end offset, which a follower needs
+	// after OFFSET_OUT_OF_RANGE (Kafka's fetcher asks with ListOffsets).
+	LogEndOffset record.Offset
+	// DivergingEpoch, when set, tells the follower its log diverges: it
+	// carries no records and the follower must truncate first.
+	DivergingEpoch *EpochEndOffset
+	// LeaderEpoch is the answering replica's current epoch, a hint after
+	// FENCED_LEADER_EPOCH or NOT_LEADER_OR_FOLLOWER.
+	LeaderEpoch record.LeaderEpoch
+	ReadFrom    record.Offset
+	ReadUpTo    record.Offset
+	MaxBytes    int64
+	// Records are the batches read, filled in outside the core.
+	Records []byte
+}
+
+// OffsetsForLeaderEpochRequest asks where LeaderEpoch ended.
+type OffsetsForLeaderEpochRequest struct {
+	ID                 uint64
+	ReplicaID          metadata.BrokerID
+	CurrentLeaderEpoch record.LeaderEpoch
+	LeaderEpoch        record.LeaderEpoch
+}
+
+// OffsetsForLeaderEpochAnswer answers it: the largest epoch at or below the
+// one asked for that the leader knows, and its end offset, or -1 and -1.
+type OffsetsForLeaderEpochAnswer struct {
+	ID          uint64
+	ErrorCode   int16
+	LeaderEpoch record.LeaderEpoch
+	EndOffset   record.Offset
+}
+
+// ListOffsetsRequest asks for the latest or earliest offset.
+type ListOffsetsRequest struct {
+	ID                 uint64
+	ReplicaID          metadata.BrokerID
+	CurrentLeaderEpoch record.LeaderEpoch
+	Timestamp          int64
+}
+
+// ListOffsetsAnswer answers it.
+type ListOffsetsAnswer struct {
+	ID          uint64
+	ErrorCode   int16
+	Offset      record.Offset
+	LeaderEpoch record.LeaderEpoch
+}
+
+// ISRMember is a proposed ISR member with the broker epoch its last fetch
+// carried, so the controller can reject a member that has since restarted
+// (KIP-903).
+type ISRMember struct {
+	ID    metadata.BrokerID
+	Epoch metadata.BrokerEpoch
+}
+
+// ISRChange is an AlterPartition proposal: the leader asks the controller to
+// replace the ISR, compare-and-set on PartitionEpoch (KIP-497).
+type ISRChange struct {
+	Partition      metadata.TopicPartition
+	Leader         metadata.BrokerID
+	LeaderEpoch    record.LeaderEpoch
+	PartitionEpoch metadata.PartitionEpoch
+	NewISR         []ISRMember
+}
+
+func (c ISRChange) String() string {
+	ids := make([]metadata.BrokerID, len(c.NewISR))
+	for i, member := range c.NewISR {
+		ids[i] = member.ID
+	}
+	return fmt.Sprintf("alter-partition %s isr=%v leader-epoch=%d partition-epoch=%d", c.Partition, ids, c.LeaderEpoch, c.PartitionEpoch)
+}
+
+// AlterPartitionResponse is the controller's answer to an ISRChange. On
+// success State is the partition's new state.
+type AlterPartitionResponse struct {
+	ErrorCode int16
+	State     *metadata.PartitionState
+}
+
+// Message is a request this replica sends to another broker: exactly one of
+// Fetch and OffsetsForLeaderEpoch is set.
+type Message struct {
+	To                    metadata.BrokerID
+	Partition             metadata.TopicPartition
+	Fetch                 *FetchRequest
+	OffsetsForLeaderEpoch *OffsetsForLeaderEpochRequest
+}
+
+// Answer is this replica's answer to a request it handled: exactly one field
+// is set.
+type Answer struct {
+	Produce               *ProduceAnswer
+	Fetch                 *FetchResponse
+	OffsetsForLeaderEpoch *OffsetsForLeaderEpochAnswer
+	ListOffsets           *ListOffsetsAnswer
+}

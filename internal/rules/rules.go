@@ -1,0 +1,106 @@
+// Package rules names the protocol rules that keep tide from losing
+// committed data, one per failure of Kafka's history, so that each can be
+// switched off in the simulator and the scenarios to show the failure come
+// back. The zero Rules value has every rule on, which is what production
+// code gets and the only thing it can get: a production configuration has no
+// field that reaches Without (TestOnlySimulatorsSwitchRulesOff enforces it).
+package rules
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Rule names a protocol rule by the failure it prevents.
+type Rule string
+
+const (
+	// EpochTruncation is KAFKA-1211 (the Nov 2016 mailing-list thread): a
+	// follower that learned of a new leader truncated to its own high
+	// watermark, which lags the leader's; when it then became leader, a
+	// committed record above its lagging high watermark was gone. The rule:
+	// find the divergence point by leader epoch (KIP-101, KIP-279) and
+	// truncate only the diverging suffix.
+	EpochTruncation Rule = "kafka-1211"
+	// FencedFetch is KAFKA-6880: a zombie replica that missed two leader
+	// changes kept fetching from the broker that was leader again and kept a
+	// stale, divergent tail forever. The rule: fetches carry the sender's
+	// current leader epoch and a leader serves only its own epoch (KIP-320).
+	FencedFetch Rule = "kafka-6880"
+	// EpochSafeISRJoin is KAFKA-7128: a new leader's high watermark lags;
+	// a replica that caught up only to it joined the ISR, was elected, and
+	// committed offsets 5..10 were lost. The rule: join only at or beyond
+	// the start offset of the leader's own epoch.
+	EpochSafeISRJoin Rule = "kafka-7128"
+	// MonotonicHighWatermark is KAFKA-2334: after a failover consumers saw
+	// the latest offset go from 100 back to 0, because the new leader's high
+	// watermark lagged. The rule: a new leader serves no high watermark to
+	// clients until it has reached the start offset of its epoch (KIP-207).
+	MonotonicHighWatermark Rule = "kafka-2334"
+	// OrderedMetadata is KAFKA-4414: leader changes reached brokers as
+	// separate pushes in any order; a broker applied an older one after a
+	// newer one and the replicas fell out with each other. The rule:
+	// leadership comes only through the ordered metadata log, and state with
+	// an older partition epoch than the one applied is ignored.
+	OrderedMetadata Rule = "kafka-4414"
+	// CommittedMeansDurable is the power-loss failure: a record counted as
+	// committed while it sat only in page caches is lost when every replica
+	// loses power at once, though producers got acks=all. The rule: with
+	// flush=always a replica's log end offset counts toward the high
+	// watermark only once synced.
+	CommittedMeansDurable Rule = "unsynced-ack"
+)
+
+// All lists every rule, in a stable order.
+func All() []Rule {
+	return []Rule{EpochTruncation, FencedFetch, EpochSafeISRJoin, MonotonicHighWatermark, OrderedMetadata, CommittedMeansDurable}
+}
+
+// Parse returns the rule with the given name.
+func Parse(name string) (Rule, error) {
+	for _, rule := range All() {
+		if string(rule) == name {
+			return rule, nil
+		}
+	}
+	names := make([]string, 0, len(All()))
+	for _, rule := range All() {
+		names = append(names, string(rule))
+	}
+	return "", fmt.Errorf("unknown rule %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+// Rules is a set of rules switched off. The zero value has every rule on.
+type Rules struct {
+	off map[Rule]bool
+}
+
+// On reports whether rule is in force.
+func (r Rules) On(rule Rule) bool { return !r.off[rule] }
+
+// Without returns r with rule switched off. Only the simulator, the
+// scenarios and tests may call it.
+func (r Rules) Without(rule Rule) Rules {
+	off := map[Rule]bool{rule: true}
+	for name := range r.off {
+		off[name] = true
+	}
+	return Rules{off: off}
+}
+
+// AllOn reports whether every rule is in force.
+func (r Rules) AllOn() bool { return len(r.off) == 0 }
+
+// String lists the rules switched off, or "all rules on".
+func (r Rules) String() string {
+	if r.AllOn() {
+		return "all rules on"
+	}
+	var names []string
+	for rule := range r.off {
+		names = append(names, string(rule))
+	}
+	sort.Strings(names)
+	return "legacy " + strings.Join(names, ", ")
+}
