@@ -11,7 +11,8 @@ import (
 // TruncateTo removes the log's suffix from offset on: every batch whose last
 // offset is at or above offset. A batch that straddles offset goes whole, so
 // the new log end offset, which TruncateTo returns, may be below offset.
-// Truncating at or past the log end offset changes nothing.
+// Truncating past the log end offset changes nothing; truncating at it drops
+// only an epoch-cache entry that starts there.
 //
 // The truncation is durable when TruncateTo returns: a crash never brings
 // back a removed suffix, which a later append would otherwise interleave
@@ -24,6 +25,11 @@ func (l *Log) TruncateTo(offset record.Offset) (record.Offset, error) {
 		return 0, err
 	}
 	l.waitForSyncLocked()
+	if offset == l.logEndOffsetLocked() && l.epochs.TruncateFromEnd(offset) {
+		// An epoch recorded at the log end with no batch yet (a leader's
+		// KAFKA-7415 entry) goes, as with any suffix.
+		return offset, l.writeEpochCheckpointLocked()
+	}
 	if offset >= l.logEndOffsetLocked() {
 		return l.logEndOffsetLocked(), nil
 	}

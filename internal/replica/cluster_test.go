@@ -39,7 +39,7 @@ type cluster struct {
 	// follower that catches up only part of the way.
 	readLimitBytes int64
 	failures       []string
-	log                   []string
+	log            []string
 }
 
 type testBroker struct {
@@ -53,11 +53,13 @@ type testBroker struct {
 
 // envelope is a message in flight. Exactly one payload is set.
 type envelope struct {
-	from, to      metadata.BrokerID
-	fetch         *FetchRequest
-	fetchResponse *FetchResponse
-	proposal      *ISRChange
-	alterResponse *AlterPartitionResponse
+	from, to       metadata.BrokerID
+	fetch          *FetchRequest
+	fetchResponse  *FetchResponse
+	offsets        *OffsetsForLeaderEpochRequest
+	offsetsAnswer  *OffsetsForLeaderEpochAnswer
+	proposal       *ISRChange
+	alterResponse  *AlterPartitionResponse
 	partitionState *metadata.PartitionState
 }
 
@@ -75,6 +77,13 @@ func (e envelope) String() string {
 			return text + fmt.Sprintf(" diverging epoch=%d end=%d", r.DivergingEpoch.Epoch, r.DivergingEpoch.EndOffset)
 		}
 		return text + fmt.Sprintf(" records=[%d, %d) hw=%d", r.ReadFrom, readEnd(r), r.HighWatermark)
+	case e.offsets != nil:
+		return fmt.Sprintf("%d->%d offsets-for-leader-epoch epoch=%d current-epoch=%d", e.from, e.to, e.offsets.LeaderEpoch, e.offsets.CurrentLeaderEpoch)
+	case e.offsetsAnswer != nil:
+		if e.offsetsAnswer.ErrorCode != 0 {
+			return fmt.Sprintf("%d->%d offsets-for-leader-epoch-response %s", e.from, e.to, kerr.ErrorForCode(e.offsetsAnswer.ErrorCode).Error())
+		}
+		return fmt.Sprintf("%d->%d offsets-for-leader-epoch-response epoch=%d end=%d", e.from, e.to, e.offsetsAnswer.LeaderEpoch, e.offsetsAnswer.EndOffset)
 	case e.proposal != nil:
 		return fmt.Sprintf("%d->controller %s", e.from, e.proposal)
 	case e.alterResponse != nil:
@@ -161,10 +170,18 @@ func (c *cluster) setState(state metadata.PartitionState) {
 
 func (c *cluster) send(e envelope) { c.network = append(c.network, e) }
 
-// deliver delivers the oldest message matching the filter (0 = any) and
-// reports whether there was one.
-func (c *cluster) deliver(from, to metadata.BrokerID, matchFrom, matchTo bool) (envelope, bool) {
-	for i, e := range c.network {
+// deliver delivers the oldest message matching the filter (or the newest,
+// when newest is set) and reports whether there was one.
+func (c *cluster) deliver(from, to metadata.BrokerID, matchFrom, matchTo bool, newest ...bool) (envelope, bool) {
+	order := make([]int, len(c.network))
+	for i := range order {
+		order[i] = i
+		if len(newest) > 0 && newest[0] {
+			order[i] = len(c.network) - 1 - i
+		}
+	}
+	for _, i := range order {
+		e := c.network[i]
 		if (matchFrom && e.from != from) || (matchTo && e.to != to) {
 			continue
 		}
@@ -173,6 +190,35 @@ func (c *cluster) deliver(from, to metadata.BrokerID, matchFrom, matchTo bool) (
 		return e, true
 	}
 	return envelope{}, false
+}
+
+// deliverBusy delivers the oldest message that is not an idle fetch, and
+// reports whether there was one. An idle fetch would tell the leader nothing
+// new and bring back nothing new: a real leader parks it (long poll), and
+// delivering it would only start the next identical one.
+func (c *cluster) deliverBusy() bool {
+	for i, e := range c.network {
+		if c.idleFetch(e) {
+			continue
+		}
+		c.network = append(c.network[:i:i], c.network[i+1:]...)
+		c.handle(e)
+		return true
+	}
+	return false
+}
+
+func (c *cluster) idleFetch(e envelope) bool {
+	if e.fetch == nil || e.to == controllerID {
+		return false
+	}
+	leader, follower := c.brokers[e.to], c.brokers[e.from]
+	if !leader.alive || leader.replica.Role() != Leader || (e.fetch.CurrentLeaderEpoch != record.NoLeaderEpoch && e.fetch.CurrentLeaderEpoch != leader.replica.State().LeaderEpoch) {
+		return false
+	}
+	progress, ok := leader.replica.leader.followers[e.from]
+	return ok && progress.logEndOffset == e.fetch.FetchOffset && e.fetch.FetchOffset == leader.replica.LogEndOffset() &&
+		follower.replica.HighWatermark() == leader.replica.HighWatermark() && leader.replica.leader.pending == nil
 }
 
 // drop removes the oldest matching message.
@@ -203,6 +249,10 @@ func (c *cluster) handle(e envelope) {
 		b.replica.HandleFetch(*e.fetch)
 	case e.fetchResponse != nil:
 		b.replica.HandleFetchResponse(*e.fetchResponse)
+	case e.offsets != nil:
+		b.replica.HandleOffsetsForLeaderEpoch(*e.offsets)
+	case e.offsetsAnswer != nil:
+		b.replica.HandleOffsetsForLeaderEpochResponse(*e.offsetsAnswer)
 	case e.alterResponse != nil:
 		b.replica.HandleAlterPartitionResponse(*e.alterResponse)
 	case e.partitionState != nil:
@@ -257,7 +307,7 @@ func (c *cluster) processFor(id, requester metadata.BrokerID) {
 			b.log.hw = *ready.HighWatermark
 		}
 		for _, message := range ready.Messages {
-			c.send(envelope{from: id, to: message.To, fetch: message.Fetch})
+			c.send(envelope{from: id, to: message.To, fetch: message.Fetch, offsets: message.OffsetsForLeaderEpoch})
 		}
 		for _, answer := range ready.Answers {
 			c.route(id, requester, answer)
@@ -299,19 +349,28 @@ func (c *cluster) route(id, requester metadata.BrokerID, answer Answer) {
 			response.Records = b.log.read(response.ReadFrom, response.ReadUpTo, maxBytes)
 		}
 		c.send(envelope{from: id, to: requester, fetchResponse: &response})
+	case answer.OffsetsForLeaderEpoch != nil && requester > 0:
+		c.send(envelope{from: id, to: requester, offsetsAnswer: answer.OffsetsForLeaderEpoch})
 	case answer.Produce != nil:
 		c.recordProduceAnswer(id, *answer.Produce)
 	case answer.ListOffsets != nil:
-		c.log = append(c.log, fmt.Sprintf("list-offsets from %d: offset=%d error=%d", id, answer.ListOffsets.Offset, answer.ListOffsets.ErrorCode))
+		c.log = append(c.log, fmt.Sprintf("list-offsets from %d: %s", id, offsetOrError(answer.ListOffsets.Offset, answer.ListOffsets.ErrorCode)))
 		if answer.ListOffsets.ErrorCode == 0 {
 			c.observeHighWatermark(answer.ListOffsets.Offset)
 		}
 	case answer.Fetch != nil:
-		c.log = append(c.log, fmt.Sprintf("consumer fetch from %d: hw=%d error=%d", id, answer.Fetch.HighWatermark, answer.Fetch.ErrorCode))
+		c.log = append(c.log, fmt.Sprintf("consumer fetch from %d: high watermark %s", id, offsetOrError(answer.Fetch.HighWatermark, answer.Fetch.ErrorCode)))
 		if answer.Fetch.ErrorCode == 0 {
 			c.observeHighWatermark(answer.Fetch.HighWatermark)
 		}
 	}
+}
+
+func offsetOrError(offset record.Offset, code int16) string {
+	if code != 0 {
+		return kerr.ErrorForCode(code).(*kerr.Error).Message
+	}
+	return fmt.Sprintf("%d", offset)
 }
 
 func (c *cluster) observeHighWatermark(offset record.Offset) {
@@ -378,7 +437,22 @@ func (c *cluster) check() []string {
 		}
 	}
 	failures = append(failures, c.divergence()...)
-	return failures
+	failures = append(failures, c.liveness()...)
+	return slices.Compact(failures)
+}
+
+// liveness reports a partition whose elected leader is alive but does not
+// act as leader of the current epoch: no follower can make progress.
+func (c *cluster) liveness() []string {
+	leader, ok := c.brokers[c.state.Leader]
+	if !ok || !leader.alive {
+		return nil
+	}
+	if leader.replica.Role() != Leader || leader.replica.State().LeaderEpoch != c.state.LeaderEpoch {
+		return []string{fmt.Sprintf("r%d, elected leader of epoch %d, acts as %s in epoch %d: the partition is stuck",
+			leader.id, c.state.LeaderEpoch, leader.replica.Role(), leader.replica.State().LeaderEpoch)}
+	}
+	return nil
 }
 
 // divergence compares every pair of live logs below the smaller high

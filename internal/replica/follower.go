@@ -18,58 +18,81 @@ type followerState struct {
 	inFlightTick int64
 	// retryTick is when the follower may fetch again after an error.
 	retryTick int64
+	// reconciling is set while the follower asks the leader, with
+	// OffsetsForLeaderEpoch, where its log diverges (KIP-101, KIP-279); it
+	// fetches no records until it has truncated what diverges.
+	reconciling     bool
+	inFlightOffsets *OffsetsForLeaderEpochRequest
 	// fenced is set when the leader answered FENCED_LEADER_EPOCH to this
 	// epoch: this replica is the stale one, and it waits for newer
 	// partition state instead of fetching on.
 	fenced bool
 	nextID uint64
-	// brokerEpoch is this broker's epoch, sent with every fetch (KIP-903).
-	brokerEpoch metadata.BrokerEpoch
 }
 
 // SetBrokerEpoch sets this broker's own epoch (its incarnation), which every
 // fetch carries so a leader can tell fetches from before a restart apart.
-func (r *Replica) SetBrokerEpoch(epoch metadata.BrokerEpoch) { r.follower.brokerEpoch = epoch }
+func (r *Replica) SetBrokerEpoch(epoch metadata.BrokerEpoch) { r.brokerEpoch = epoch }
 
 // becomeFollower starts following the leader of a new epoch. Rule kafka-1211
-// (epoch truncation): the follower does not truncate now, and never to its
-// own high watermark, which may lag the leader's; its first fetch carries
-// the epoch of its last batch, and the leader answers where the follower's
-// log diverges from its own, if it does. This happens on every epoch change,
-// also when the leader stays the same broker (KAFKA-7164).
+// (epoch truncation): the follower never truncates to its own high
+// watermark, which may lag the leader's, but finds where its log diverges by
+// leader epoch, on every epoch change, also when the leader stays the same
+// broker (KAFKA-7164). With fenced fetches (rule kafka-6880) every fetch
+// carries the epoch of the follower's last batch and the leader answers with
+// the divergence point; without them the follower asks with
+// OffsetsForLeaderEpoch before it fetches, as Kafka did from 0.11 to 2.6.
 func (r *Replica) becomeFollower() {
 	r.abandonLeadership()
-	brokerEpoch := r.follower.brokerEpoch
 	r.role = Follower
-	r.follower = followerState{leader: r.state.Leader, brokerEpoch: brokerEpoch, nextID: r.follower.nextID}
-	if !r.config.Rules.On(rules.EpochTruncation) {
+	r.follower = followerState{leader: r.state.Leader, nextID: r.follower.nextID}
+	switch {
+	case !r.config.Rules.On(rules.EpochTruncation):
 		// Before KIP-101: truncate to the high watermark and fetch from
 		// there. The high watermark can lag the leader's, so this can cut
 		// committed records (KAFKA-1211).
 		r.truncate(max(r.highWatermark, r.log.start))
+	case !r.config.Rules.On(rules.FencedFetch) && r.log.epochs.Len() > 0:
+		r.follower.reconciling = true
 	}
 	r.maybeFetch()
 }
 
-// maybeFetch sends the next fetch if none is in flight and the follower may.
-// With flush=always the follower first waits until what it appended is
-// durable (rule unsynced-ack): its fetch offset tells the leader it has the
-// data, and the leader counts it toward the high watermark.
+// maybeFetch sends the next fetch (or, while reconciling, the next
+// OffsetsForLeaderEpoch) if none is in flight and the follower may. With
+// flush=always the follower first waits until what it appended is durable
+// (rule unsynced-ack): its fetch offset tells the leader it has the data, and
+// the leader counts it toward the high watermark.
 func (r *Replica) maybeFetch() {
 	f := &r.follower
-	if r.role != Follower || f.inFlight != nil || f.fenced || r.now < f.retryTick || r.state.Leader == metadata.NoBroker {
+	if r.role != Follower || f.inFlight != nil || f.inFlightOffsets != nil || f.fenced || r.now < f.retryTick || r.state.Leader == metadata.NoBroker {
 		return
 	}
 	if r.config.FlushAlways && r.config.Rules.On(rules.CommittedMeansDurable) && r.log.durable < r.log.end {
 		return
 	}
 	f.nextID++
+	fenced := r.config.Rules.On(rules.FencedFetch)
+	currentEpoch := record.NoLeaderEpoch
+	if fenced {
+		currentEpoch = r.state.LeaderEpoch
+	}
+	if f.reconciling && r.log.epochs.Len() == 0 {
+		f.reconciling = false
+	}
+	if f.reconciling {
+		request := &OffsetsForLeaderEpochRequest{ID: f.nextID, ReplicaID: r.config.Broker, CurrentLeaderEpoch: currentEpoch, LeaderEpoch: r.log.epochs.LatestEpoch()}
+		f.inFlightOffsets, f.inFlightTick = request, r.now
+		sent := *request
+		r.ready.Messages = append(r.ready.Messages, Message{To: f.leader, Partition: r.config.Partition, OffsetsForLeaderEpoch: &sent})
+		return
+	}
 	request := &FetchRequest{
-		ID: f.nextID, ReplicaID: r.config.Broker, ReplicaEpoch: f.brokerEpoch,
-		CurrentLeaderEpoch: r.state.LeaderEpoch, FetchOffset: r.log.end,
+		ID: f.nextID, ReplicaID: r.config.Broker, ReplicaEpoch: r.brokerEpoch,
+		CurrentLeaderEpoch: currentEpoch, FetchOffset: r.log.end,
 		LastFetchedEpoch: record.NoLeaderEpoch, MaxBytes: int64(r.config.MaxBatchBytes),
 	}
-	if r.config.Rules.On(rules.EpochTruncation) {
+	if fenced && r.config.Rules.On(rules.EpochTruncation) {
 		request.LastFetchedEpoch = r.log.epochs.LatestEpoch()
 	}
 	f.inFlight, f.inFlightTick = request, r.now
@@ -77,12 +100,36 @@ func (r *Replica) maybeFetch() {
 	r.ready.Messages = append(r.ready.Messages, Message{To: f.leader, Partition: r.config.Partition, Fetch: &sent})
 }
 
+// HandleOffsetsForLeaderEpochResponse applies the leader's answer to a
+// reconciling follower: truncate what diverges, and ask again while the
+// answer names an epoch this follower does not know (KIP-279).
+func (r *Replica) HandleOffsetsForLeaderEpochResponse(answer OffsetsForLeaderEpochAnswer) {
+	f := &r.follower
+	if r.role != Follower || f.inFlightOffsets == nil || answer.ID != f.inFlightOffsets.ID {
+		return
+	}
+	f.inFlightOffsets = nil
+	switch {
+	case answer.ErrorCode == kerr.FencedLeaderEpoch.Code:
+		f.fenced = true
+	case answer.ErrorCode != 0:
+		f.retryTick = r.now + r.config.FetchRetryTicks
+	case answer.EndOffset < 0:
+		// The leader knows no epoch at or below ours: nothing in common.
+		r.truncate(r.log.start)
+		f.reconciling = false
+	default:
+		f.reconciling = !r.truncateDivergence(EpochEndOffset{Epoch: answer.LeaderEpoch, EndOffset: answer.EndOffset})
+	}
+	r.maybeFetch()
+}
+
 // maybeRetryFetch resends a fetch whose response is overdue: the request or
 // the response was lost. A late response to the old request is discarded.
 func (r *Replica) maybeRetryFetch() {
 	f := &r.follower
-	if f.inFlight != nil && r.now-f.inFlightTick >= r.config.FetchRetryTicks {
-		f.inFlight = nil
+	if (f.inFlight != nil || f.inFlightOffsets != nil) && r.now-f.inFlightTick >= r.config.FetchRetryTicks {
+		f.inFlight, f.inFlightOffsets = nil, nil
 	}
 	r.maybeFetch()
 }
@@ -95,8 +142,10 @@ func (r *Replica) HandleFetchResponse(response FetchResponse) {
 	}
 	request := *f.inFlight
 	f.inFlight = nil
-	if request.FetchOffset != r.log.end || request.CurrentLeaderEpoch != r.state.LeaderEpoch {
-		r.maybeFetch() // the log or the epoch moved since: the answer is stale
+	if request.FetchOffset != r.log.end {
+		// The log moved since (a new epoch clears the in-flight fetch
+		// instead): the answer is stale.
+		r.maybeFetch()
 		return
 	}
 	switch response.ErrorCode {
@@ -154,20 +203,23 @@ func (r *Replica) epochRegresses(headers []record.Header) bool {
 // diverges from the leader's (Kafka's getOffsetTruncationState). When the
 // follower knows the epoch the leader named, it keeps the shorter of the two
 // ends of that epoch. When it does not (KIP-279), it truncates to the end of
-// its own largest epoch below it, and its next fetch asks again with that
-// epoch, until both name an epoch both know.
-func (r *Replica) truncateDivergence(diverging EpochEndOffset) {
+// its own largest epoch below it, and asks again with that epoch, until both
+// name an epoch both know. It reports whether the reconciliation is
+// complete.
+func (r *Replica) truncateDivergence(diverging EpochEndOffset) bool {
 	localEpoch, localEnd := r.log.epochs.EndOffsetFor(diverging.Epoch, r.log.end)
 	var to record.Offset
+	complete := true
 	switch {
 	case localEpoch == record.NoLeaderEpoch:
 		to = min(diverging.EndOffset, r.log.end)
 	case localEpoch != diverging.Epoch:
-		to = min(localEnd, r.log.end)
+		to, complete = min(localEnd, r.log.end), false
 	default:
 		to = min(localEnd, diverging.EndOffset, r.log.end)
 	}
 	r.truncate(max(to, r.log.start))
+	return complete
 }
 
 // handleOutOfRange is Kafka's fetchOffsetAndTruncate (never fatal since

@@ -22,11 +22,12 @@ import (
 //	cluster brokers=N [min-isr=N] [flush=always|never] [auto-sync=false] [legacy=RULE,...]
 //	elect leader=N isr=1,2 [deliver=all|none|1,2] [unclean]   new leader epoch from the controller
 //	produce broker=N [count=M] [acks=all|1|0]
-//	deliver [from=N|controller] [to=N|controller] [count=N] [max-bytes=N]
+//	deliver [from=N|controller] [to=N|controller] [count=N] [max-bytes=N] [newest]
 //	drop [from=N|controller] [to=N|controller] [count=N]
-//	stabilize                                       deliver until nothing is in flight
+//	stabilize                                       deliver until only idle fetches are in flight
 //	tick [n=N]
 //	crash broker=N | restart broker=N | sync broker=N
+//	metadata broker=N                               the controller resends the partition state
 //	list-offsets broker=N | consume broker=N from=O
 //	state                                           the replicas as the seeds draw them
 //	check                                           the verdict
@@ -80,11 +81,10 @@ func runCommand(t *testing.T, c *cluster, d *datadriven.TestData) string {
 	case "deliver", "drop":
 		return moveMessages(t, c, d)
 	case "stabilize":
-		for i := 0; len(c.network) > 0; i++ {
+		for i := 0; c.deliverBusy(); i++ {
 			if i > 10000 {
 				t.Fatal("stabilize: the cluster does not quiesce")
 			}
-			c.deliver(0, 0, false, false)
 		}
 		return ""
 	case "tick":
@@ -103,6 +103,13 @@ func runCommand(t *testing.T, c *cluster, d *datadriven.TestData) string {
 	case "restart":
 		id := brokerArg(t, d, "broker")
 		c.start(id)
+		state := c.state.Clone()
+		c.send(envelope{from: controllerID, to: id, partitionState: &state})
+		return ""
+	case "metadata":
+		// The controller sends the current partition state again, as a
+		// broker that reconnects gets it.
+		id := brokerArg(t, d, "broker")
 		state := c.state.Clone()
 		c.send(envelope{from: controllerID, to: id, partitionState: &state})
 		return ""
@@ -149,7 +156,10 @@ func elect(t *testing.T, c *cluster, d *datadriven.TestData) string {
 	state.PartitionEpoch++
 	before := len(c.network)
 	c.setState(state)
-	deliverTo := stringArg(t, d, "deliver", "all")
+	deliverTo := "all"
+	if d.HasArg("deliver") {
+		deliverTo = strings.Join(stringArgs(t, d, "deliver"), ",")
+	}
 	fresh := append([]envelope(nil), c.network[before:]...)
 	c.network = c.network[:before]
 	for _, e := range fresh {
@@ -172,7 +182,7 @@ func moveMessages(t *testing.T, c *cluster, d *datadriven.TestData) string {
 		var e envelope
 		var ok bool
 		if d.Cmd == "deliver" {
-			e, ok = c.deliver(from, to, matchFrom, matchTo)
+			e, ok = c.deliver(from, to, matchFrom, matchTo, d.HasArg("newest"))
 		} else {
 			e, ok = c.drop(from, to, matchFrom, matchTo)
 		}

@@ -109,6 +109,9 @@ type Replica struct {
 
 	role  Role
 	state metadata.PartitionState
+	// brokerEpoch is this broker's incarnation, sent with every fetch
+	// (KIP-903).
+	brokerEpoch metadata.BrokerEpoch
 	// brokers is the metadata log's view of every broker, for ISR
 	// eligibility (KIP-841, KIP-903).
 	brokers map[metadata.BrokerID]metadata.BrokerState
@@ -136,6 +139,7 @@ func New(config Config, log LogState) (*Replica, error) {
 		log:           logView{start: log.LogStartOffset, end: log.LogEndOffset, durable: log.DurableEndOffset, epochs: epochs},
 		highWatermark: max(log.HighWatermark, log.LogStartOffset),
 		brokers:       map[metadata.BrokerID]metadata.BrokerState{},
+		brokerEpoch:   metadata.NoBrokerEpoch,
 		state:         metadata.PartitionState{Leader: metadata.NoBroker, LeaderEpoch: record.NoLeaderEpoch, PartitionEpoch: -1},
 	}
 	return r, nil
@@ -274,8 +278,13 @@ func (r *Replica) violate(what string) {
 // truncate hands out a truncation and applies it to the replica's view of
 // the log. Truncating below a high watermark this replica served as leader
 // would remove committed records: an invariant violation.
+//
+// Truncating at the log end offset changes only the epoch cache: it drops
+// an epoch recorded there with no batch (a leader's KAFKA-7415 entry), which
+// would otherwise make this follower claim an epoch the new leader never had.
 func (r *Replica) truncate(to record.Offset) {
-	if to >= r.log.end {
+	latest, hasEpoch := r.log.epochs.Latest()
+	if to > r.log.end || (to == r.log.end && (!hasEpoch || latest.StartOffset < to)) {
 		return
 	}
 	if to < r.highestServedHighWatermark {
