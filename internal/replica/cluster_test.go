@@ -31,8 +31,8 @@ type cluster struct {
 	nextID   uint64
 	// acked are the batches acknowledged to producers with acks=all.
 	acked []ackedBatch
-	// produced maps a pending produce request to its broker.
-	produced map[uint64]metadata.BrokerID
+	// produced maps a pending produce request to its acks.
+	produced map[uint64]int16
 	// observedHighWatermark is the largest latest offset a client saw.
 	observedHighWatermark record.Offset
 	// readLimitBytes, when positive, caps what fetch responses carry: a
@@ -107,7 +107,7 @@ type ackedBatch struct {
 }
 
 func newCluster(brokers int, config Config) *cluster {
-	c := &cluster{config: config, autoSync: true, brokers: map[metadata.BrokerID]*testBroker{}, produced: map[uint64]metadata.BrokerID{}}
+	c := &cluster{config: config, autoSync: true, brokers: map[metadata.BrokerID]*testBroker{}, produced: map[uint64]int16{}}
 	c.state = metadata.PartitionState{TopicPartition: testPartition, Leader: metadata.NoBroker, LeaderEpoch: -1, PartitionEpoch: -1}
 	for id := metadata.BrokerID(1); id <= metadata.BrokerID(brokers); id++ {
 		c.state.Replicas = append(c.state.Replicas, id)
@@ -194,8 +194,10 @@ func (c *cluster) deliver(from, to metadata.BrokerID, matchFrom, matchTo bool, n
 
 // deliverBusy delivers the oldest message that is not an idle fetch, and
 // reports whether there was one. An idle fetch would tell the leader nothing
-// new and bring back nothing new: a real leader parks it (long poll), and
-// delivering it would only start the next identical one.
+// new about the follower's log and bring back nothing new: a real leader
+// parks it (long poll), and delivering it would only start the next
+// identical one. (It may still let a caught-up follower join the ISR; the
+// random schedules deliver idle fetches too.)
 func (c *cluster) deliverBusy() bool {
 	for i, e := range c.network {
 		if c.idleFetch(e) {
@@ -218,7 +220,7 @@ func (c *cluster) idleFetch(e envelope) bool {
 	}
 	progress, ok := leader.replica.leader.followers[e.from]
 	return ok && progress.logEndOffset == e.fetch.FetchOffset && e.fetch.FetchOffset == leader.replica.LogEndOffset() &&
-		follower.replica.HighWatermark() == leader.replica.HighWatermark() && leader.replica.leader.pending == nil
+		follower.replica.HighWatermark() == leader.replica.HighWatermark()
 }
 
 // drop removes the oldest matching message.
@@ -264,7 +266,7 @@ func (c *cluster) handle(e envelope) {
 // handleProposal is the controller's AlterPartition: compare-and-set on the
 // partition epoch, and only live brokers may join (KIP-497, KIP-841).
 func (c *cluster) handleProposal(from metadata.BrokerID, change ISRChange) {
-	response := AlterPartitionResponse{}
+	response := AlterPartitionResponse{Request: change}
 	switch {
 	case change.Leader != c.state.Leader || change.LeaderEpoch != c.state.LeaderEpoch:
 		response.ErrorCode = kerr.FencedLeaderEpoch.Code
@@ -381,6 +383,7 @@ func (c *cluster) observeHighWatermark(offset record.Offset) {
 }
 
 func (c *cluster) recordProduceAnswer(id metadata.BrokerID, answer ProduceAnswer) {
+	acks := c.produced[answer.ID]
 	delete(c.produced, answer.ID)
 	text := fmt.Sprintf("produce %d answered by %d: ", answer.ID, id)
 	if answer.ErrorCode != 0 {
@@ -388,7 +391,10 @@ func (c *cluster) recordProduceAnswer(id metadata.BrokerID, answer ProduceAnswer
 		return
 	}
 	batch, _ := c.brokers[id].log.batchAt(answer.BaseOffset)
-	c.acked = append(c.acked, ackedBatch{base: batch.header.BaseOffset, next: batch.header.NextOffset(), bytes: batch.bytes})
+	if acks == AcksAll {
+		// Only acks=all promises the write survives the leader.
+		c.acked = append(c.acked, ackedBatch{base: batch.header.BaseOffset, next: batch.header.NextOffset(), bytes: batch.bytes})
+	}
 	c.log = append(c.log, text+fmt.Sprintf("acked offsets [%d, %d)", batch.header.BaseOffset, batch.header.NextOffset()))
 }
 
@@ -400,7 +406,7 @@ func (c *cluster) produce(id metadata.BrokerID, count int, acks int16) {
 	}
 	c.nextID++
 	batch := record.Build(record.BuildOptions{Records: records, LeaderEpoch: record.NoLeaderEpoch})
-	c.produced[c.nextID] = id
+	c.produced[c.nextID] = acks
 	c.brokers[id].replica.HandleProduce(ProduceRequest{ID: c.nextID, Batches: batch, Acks: acks, TimeoutTicks: 1000})
 	c.process(id)
 }
@@ -437,8 +443,12 @@ func (c *cluster) check() []string {
 		}
 	}
 	failures = append(failures, c.divergence()...)
-	failures = append(failures, c.liveness()...)
 	return slices.Compact(failures)
+}
+
+// verdict is check plus liveness: what a finished scenario reports.
+func (c *cluster) verdict() []string {
+	return slices.Compact(append(c.check(), c.liveness()...))
 }
 
 // liveness reports a partition whose elected leader is alive but does not

@@ -130,7 +130,7 @@ func runCommand(t *testing.T, c *cluster, d *datadriven.TestData) string {
 	case "state":
 		return c.describe()
 	case "check":
-		failures := c.check()
+		failures := c.verdict()
 		if len(failures) == 0 {
 			return "verdict: safe\n"
 		}

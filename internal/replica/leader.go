@@ -260,8 +260,23 @@ func (r *Replica) maybeAdvanceHighWatermark() {
 		return
 	}
 	r.setHighWatermark(candidate)
+	r.assertHighWatermarkCovered()
 	r.noteServedHighWatermark()
 	r.answerLeaderAcks()
+}
+
+// assertHighWatermarkCovered checks that every ISR member the leader has
+// heard from in this epoch holds everything below the high watermark: a
+// member that holds less would be elected without committed records.
+func (r *Replica) assertHighWatermarkCovered() {
+	for _, id := range r.state.ISR {
+		if progress, ok := r.leader.followers[id]; ok && progress.logEndOffset >= 0 && progress.logEndOffset < r.highWatermark {
+			r.violate(fmt.Sprintf("high watermark %d above the log end offset %d of ISR member %d", r.highWatermark, progress.logEndOffset, id))
+		}
+	}
+	if r.countableEnd() < r.highWatermark && r.state.InISR(r.config.Broker) {
+		r.violate(fmt.Sprintf("high watermark %d above the leader's own log end %d", r.highWatermark, r.countableEnd()))
+	}
 }
 
 // noteServedHighWatermark remembers the high watermark this leader makes
@@ -335,25 +350,48 @@ func (r *Replica) proposeISR(isr []metadata.BrokerID) {
 	r.ready.Proposals = append(r.ready.Proposals, change)
 }
 
-// maybeRetryProposal forgets a proposal that got no answer in time, so the
-// leader may propose again.
+// maybeRetryProposal resends a proposal that got no answer in time. It stays
+// pending: the controller may have applied it and the answer been lost, so
+// the high watermark keeps waiting for any member it adds until the outcome
+// is known. Forgetting it instead could let the high watermark pass a member
+// that the controller then puts in the ISR without the committed records.
 func (r *Replica) maybeRetryProposal() {
 	if r.leader.pending != nil && r.now-r.leader.pendingTick >= r.config.ProposalRetryTicks {
-		r.leader.pending = nil
-		r.maybeAdvanceHighWatermark()
+		r.leader.pendingTick = r.now
+		r.ready.Proposals = append(r.ready.Proposals, *r.leader.pending)
 	}
 }
 
 // HandleAlterPartitionResponse takes the controller's answer to the pending
 // proposal. On success its state is applied like any metadata (it may also
 // arrive through the metadata log first; the partition epoch orders them).
+// An error that means the controller did not apply it clears the proposal.
+// INVALID_UPDATE_VERSION and FENCED_LEADER_EPOCH say only that the state
+// moved on, perhaps by this very proposal, whose answer was lost: the
+// proposal stays pending until newer partition state arrives, as Kafka's
+// leader waits for metadata.
 func (r *Replica) HandleAlterPartitionResponse(response AlterPartitionResponse) {
-	if r.role != Leader || r.leader.pending == nil {
+	if r.role != Leader {
 		return
 	}
-	r.leader.pending = nil
-	if response.ErrorCode == 0 && response.State != nil {
-		r.ApplyPartitionState(*response.State)
+	if r.leader.pending == nil || !sameProposal(response.Request, *r.leader.pending) {
+		// An answer to an earlier proposal: its state, if any, is applied
+		// by partition epoch like any metadata, and settles nothing else.
+		if response.ErrorCode == 0 && response.State != nil {
+			r.ApplyPartitionState(*response.State)
+		}
+		return
+	}
+	switch response.ErrorCode {
+	case 0:
+		r.leader.pending = nil
+		if response.State != nil {
+			r.ApplyPartitionState(*response.State)
+		}
+	case kerr.InvalidUpdateVersion.Code, kerr.FencedLeaderEpoch.Code, kerr.NotController.Code:
+		return
+	default:
+		r.leader.pending = nil
 	}
 	r.maybeAdvanceHighWatermark()
 }

@@ -71,6 +71,7 @@ func (r *Replica) serveFollowerFetch(request FetchRequest) FetchResponse {
 		return FetchResponse{ErrorCode: kerr.OffsetOutOfRange.Code, HighWatermark: r.highWatermark}
 	}
 	r.updateFollowerProgress(request, progress)
+	r.assertHighWatermarkCovered()
 	r.maybeAdvanceHighWatermark()
 	r.maybeExpandISR(request.ReplicaID, progress)
 	return FetchResponse{

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
@@ -160,8 +161,16 @@ func (c ISRChange) String() string {
 // AlterPartitionResponse is the controller's answer to an ISRChange. On
 // success State is the partition's new state.
 type AlterPartitionResponse struct {
+	// Request is the proposal answered: a leader that resent a proposal can
+	// get answers to old ones, which must not settle the current one.
+	Request   ISRChange
 	ErrorCode int16
 	State     *metadata.PartitionState
+}
+
+// sameProposal reports whether two proposals ask for the same change.
+func sameProposal(a, b ISRChange) bool {
+	return a.LeaderEpoch == b.LeaderEpoch && a.PartitionEpoch == b.PartitionEpoch && slices.Equal(a.NewISR, b.NewISR)
 }
 
 // Message is a request this replica sends to another broker: exactly one of
