@@ -1,0 +1,117 @@
+package controller
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+func TestCreateTopicCodes(t *testing.T) {
+	c := newCluster(t)
+	c.register(1, 2, 3, 4)
+	c.createTopic("taken", 1, 1, 1, false)
+	c.must(ControlledShutdown(c.image, 4, c.epoch(4)))
+	tests := []struct {
+		name    string
+		request CreateTopicRequest
+		want    int16
+	}{
+		{"ok", CreateTopicRequest{Name: "orders", Partitions: 3, ReplicationFactor: 3}, 0},
+		{"empty name", CreateTopicRequest{Partitions: 1, ReplicationFactor: 1}, kerr.InvalidTopicException.Code},
+		{"dot name", CreateTopicRequest{Name: "..", Partitions: 1, ReplicationFactor: 1}, kerr.InvalidTopicException.Code},
+		{"slash in name", CreateTopicRequest{Name: "a/b", Partitions: 1, ReplicationFactor: 1}, kerr.InvalidTopicException.Code},
+		{"long name", CreateTopicRequest{Name: strings.Repeat("a", 250), Partitions: 1, ReplicationFactor: 1}, kerr.InvalidTopicException.Code},
+		{"exists", CreateTopicRequest{Name: "taken", Partitions: 1, ReplicationFactor: 1}, kerr.TopicAlreadyExists.Code},
+		{"no partitions", CreateTopicRequest{Name: "orders", Partitions: 0, ReplicationFactor: 1}, kerr.InvalidPartitions.Code},
+		{"too many partitions", CreateTopicRequest{Name: "orders", Partitions: MaxPartitionsPerTopic + 1, ReplicationFactor: 1},
+			kerr.InvalidPartitions.Code},
+		{"replication factor 0", CreateTopicRequest{Name: "orders", Partitions: 1}, kerr.InvalidReplicationFactor.Code},
+		// Broker 4 is shutting down: only 3 brokers may host a replica.
+		{"more replicas than brokers", CreateTopicRequest{Name: "orders", Partitions: 1, ReplicationFactor: 4},
+			kerr.InvalidReplicationFactor.Code},
+		{"config disagrees", CreateTopicRequest{Name: "orders", Partitions: 1, ReplicationFactor: 2,
+			Config: metadata.TopicConfig{ReplicationFactor: 3}}, kerr.InvalidReplicationFactor.Code},
+		{"min.insync above RF", CreateTopicRequest{Name: "orders", Partitions: 1, ReplicationFactor: 2,
+			Config: metadata.TopicConfig{MinInsyncReplicas: 3}}, kerr.InvalidConfig.Code},
+		{"negative min.insync", CreateTopicRequest{Name: "orders", Partitions: 1, ReplicationFactor: 2,
+			Config: metadata.TopicConfig{MinInsyncReplicas: -1}}, kerr.InvalidConfig.Code},
+	}
+	for _, test := range tests {
+		t.Run(test.name, func(t *testing.T) {
+			records, code, err := CreateTopic(c.image, test.request)
+			if err != nil || code != test.want {
+				t.Fatalf("got %s %v, want %s", CodeName(code), err, CodeName(test.want))
+			}
+			if (code == 0) != (len(records) == 1) {
+				t.Errorf("got %d records with %s", len(records), CodeName(code))
+			}
+		})
+	}
+}
+
+func TestCreateTopicPlacement(t *testing.T) {
+	c := newCluster(t)
+	c.register(1, 2, 3, 4, 5)
+	c.fence(5)
+	records, code, err := CreateTopic(c.image, CreateTopicRequest{Name: "orders", Partitions: 8, ReplicationFactor: 3,
+		Config: metadata.TopicConfig{MinInsyncReplicas: 2}})
+	if err != nil || code != 0 {
+		t.Fatal(CodeName(code), err)
+	}
+	again, _, _ := CreateTopic(c.image.Clone(), CreateTopicRequest{Name: "orders", Partitions: 8, ReplicationFactor: 3,
+		Config: metadata.TopicConfig{MinInsyncReplicas: 2}})
+	if describeRecords(again) != describeRecords(records) {
+		t.Errorf("placement is not deterministic")
+	}
+	create := records[0].(metadata.CreateTopic)
+	if create.Config != (metadata.TopicConfig{ReplicationFactor: 3, MinInsyncReplicas: 2}) {
+		t.Errorf("config %v", create.Config)
+	}
+	leaders := map[metadata.BrokerID]int{}
+	for i, partition := range create.Partitions {
+		if partition.Leader != partition.Replicas[0] || !slices.Equal(partition.ISR, partition.Replicas) ||
+			partition.LeaderEpoch != 0 || partition.PartitionEpoch != 0 || int(partition.Partition) != i {
+			t.Errorf("bad initial state %v", partition)
+		}
+		if slices.Contains(partition.Replicas, 5) {
+			t.Errorf("replica on fenced broker 5: %v", partition)
+		}
+		leaders[partition.Leader]++
+	}
+	for _, id := range []metadata.BrokerID{1, 2, 3, 4} {
+		if leaders[id] != 2 {
+			t.Errorf("leaders do not spread: %v", leaders)
+		}
+	}
+	// Another name starts elsewhere, so that single-partition topics do not
+	// all land their leader on the same broker.
+	starts := map[metadata.BrokerID]bool{}
+	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		records, _, _ := CreateTopic(c.image, CreateTopicRequest{Name: name, Partitions: 1, ReplicationFactor: 1})
+		starts[records[0].(metadata.CreateTopic).Partitions[0].Leader] = true
+	}
+	if len(starts) < 2 {
+		t.Errorf("every topic starts on the same broker: %v", starts)
+	}
+}
+
+func TestDeleteTopic(t *testing.T) {
+	c := newCluster(t)
+	c.register(1)
+	c.createTopic("orders", 1, 1, 1, false)
+	if _, code, _ := DeleteTopic(c.image, "nope"); code != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("got %s", CodeName(code))
+	}
+	records, code, err := DeleteTopic(c.image, "orders")
+	if err != nil || code != 0 {
+		t.Fatal(CodeName(code), err)
+	}
+	checkRecords(t, records, "delete-topic name=orders\n")
+	c.apply(records)
+	if len(c.image.Topics()) != 0 {
+		t.Errorf("topic still there")
+	}
+}

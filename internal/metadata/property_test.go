@@ -1,0 +1,234 @@
+package metadata
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tidelog/tide/internal/record"
+)
+
+// TestApplyRandomRecords throws random records at an image, most of them
+// plausible, many of them stale or invalid, and checks after every entry that
+// the image still satisfies its invariants (by a naive checker written
+// independently of Apply), that a rejected record changed nothing and a stale
+// one changed only the offset, and that replaying the same log gives the same
+// image.
+func TestApplyRandomRecords(t *testing.T) {
+	seeds := uint64(100)
+	if testing.Short() {
+		seeds = 20
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
+		img, log := runRandomRecords(t, seed, 300)
+		replayed := NewImage()
+		for _, entry := range log {
+			if _, err := replayed.Apply(entry); err != nil {
+				t.Fatalf("seed %d: replaying %v: %v", seed, entry, err)
+			}
+		}
+		if replayed.Describe() != img.Describe() {
+			t.Fatalf("seed %d: replay differs:\n%s\n%s", seed, replayed.Describe(), img.Describe())
+		}
+		again, _ := runRandomRecords(t, seed, 300)
+		if again.Describe() != img.Describe() {
+			t.Fatalf("seed %d: same seed, different image", seed)
+		}
+	}
+	for _, kind := range []string{"register-broker", "unfence-broker", "fence-broker", "begin-controlled-shutdown",
+		"unregister-broker", "create-topic", "delete-topic", "partition-change"} {
+		for _, outcome := range []string{"applied", "rejected"} {
+			if outcomes[kind+" "+outcome] == 0 {
+				t.Errorf("no %s %s in the random runs: %v", kind, outcome, outcomes)
+			}
+		}
+	}
+	t.Logf("outcomes: %v", outcomes)
+	if outcomes["partition-change stale"] == 0 || outcomes["fence-broker stale"] == 0 {
+		t.Errorf("no stale records in the random runs: %v", outcomes)
+	}
+}
+
+// runRandomRecords returns the final image and the log of the entries it
+// accepted (stale ones included).
+func runRandomRecords(t *testing.T, seed uint64, steps int) (*Image, []Entry) {
+	random := rand.New(rand.NewPCG(seed, 0))
+	img := NewImage()
+	var log []Entry
+	for step := 0; step < steps; step++ {
+		r := randomRecord(random, img)
+		before := img.Clone()
+		entry := Entry{Offset: img.Offset() + 1, Record: r}
+		applied, err := img.Apply(entry)
+		outcomes[outcomeOf(r, applied, err)]++
+		switch {
+		case err != nil:
+			if errors.Is(err, ErrOutOfOrder) {
+				t.Fatalf("seed %d step %d: %v", seed, step, err)
+			}
+			if !reflect.DeepEqual(before, img) {
+				t.Fatalf("seed %d step %d: rejected %v changed the image", seed, step, r)
+			}
+		case !applied:
+			log = append(log, entry)
+			before.nextOffset++
+			if !reflect.DeepEqual(before, img) {
+				t.Fatalf("seed %d step %d: stale %v changed more than the offset", seed, step, r)
+			}
+		default:
+			log = append(log, entry)
+		}
+		if problem := checkImage(img, before); problem != "" {
+			t.Fatalf("seed %d step %d after %v: %s\n%s", seed, step, r, problem, img.Describe())
+		}
+	}
+	return img, log
+}
+
+// checkImage is the naive invariant checker: it looks only at the images'
+// accessors, the new one and the one before the last entry.
+func checkImage(img, previous *Image) string {
+	for _, p := range img.Partitions() {
+		config, _ := img.TopicConfig(p.Topic)
+		if p.Leader != NoBroker && !slices.Contains(p.ISR, p.Leader) {
+			return fmt.Sprintf("%s: leader outside ISR", p.TopicPartition)
+		}
+		for _, member := range append(slices.Clone(p.ISR), p.ELR...) {
+			if !slices.Contains(p.Replicas, member) {
+				return fmt.Sprintf("%s: %d in ISR or ELR but not a replica", p.TopicPartition, member)
+			}
+		}
+		for _, member := range p.ISR {
+			if slices.Contains(p.ELR, member) {
+				return fmt.Sprintf("%s: %d in both ISR and ELR", p.TopicPartition, member)
+			}
+			if broker, ok := img.Broker(member); !ok || broker.Fenced || broker.ShuttingDown {
+				return fmt.Sprintf("%s: ISR member %d is not active", p.TopicPartition, member)
+			}
+		}
+		if len(p.ISR) >= config.MinInsyncReplicas && len(p.ELR) > 0 {
+			return fmt.Sprintf("%s: ELR beside a full ISR", p.TopicPartition)
+		}
+		if before, ok := previous.Partition(p.TopicPartition); ok {
+			if p.LeaderEpoch < before.LeaderEpoch || p.PartitionEpoch < before.PartitionEpoch {
+				return fmt.Sprintf("%s: epochs went backwards", p.TopicPartition)
+			}
+			if p.Leader != before.Leader && p.LeaderEpoch == before.LeaderEpoch {
+				return fmt.Sprintf("%s: new leader without a new leader epoch", p.TopicPartition)
+			}
+		}
+	}
+	return ""
+}
+
+// outcomes counts what happened to each kind of record across the whole
+// test, so that the test can insist that every path was exercised.
+var outcomes = map[string]int{}
+
+func outcomeOf(r Record, applied bool, err error) string {
+	kind := strings.Fields(r.String())[0]
+	switch {
+	case err != nil:
+		return kind + " rejected"
+	case !applied:
+		return kind + " stale"
+	}
+	return kind + " applied"
+}
+
+var randomTopics = []string{"a", "b", "c"}
+
+func randomBroker(random *rand.Rand) BrokerID { return BrokerID(random.IntN(5)) }
+
+// randomEpoch is usually the broker's registered epoch, sometimes one off.
+func randomEpoch(random *rand.Rand, img *Image, id BrokerID) BrokerEpoch {
+	broker, _ := img.Broker(id)
+	return broker.Epoch + BrokerEpoch(random.IntN(5)/4-random.IntN(5)/4)
+}
+
+func randomRecord(random *rand.Rand, img *Image) Record {
+	id := randomBroker(random)
+	switch random.IntN(10) {
+	case 0:
+		return RegisterBroker{ID: id, Epoch: BrokerEpoch(img.Offset() + 1), Incarnation: fmt.Sprint(random.IntN(3))}
+	case 1:
+		return UnfenceBroker{ID: id, Epoch: randomEpoch(random, img, id)}
+	case 2:
+		return FenceBroker{ID: id, Epoch: randomEpoch(random, img, id)}
+	case 3:
+		return BeginControlledShutdown{ID: id, Epoch: randomEpoch(random, img, id)}
+	case 4:
+		if random.IntN(4) == 0 {
+			return UnregisterBroker{ID: id, Epoch: randomEpoch(random, img, id)}
+		}
+		return randomCreateTopic(random, img)
+	case 5:
+		return DeleteTopic{Name: randomTopics[random.IntN(len(randomTopics))]}
+	}
+	return randomPartitionChange(random, img)
+}
+
+func randomCreateTopic(random *rand.Rand, img *Image) Record {
+	name := randomTopics[random.IntN(len(randomTopics))]
+	replicationFactor := 1 + random.IntN(3)
+	config := TopicConfig{ReplicationFactor: replicationFactor, MinInsyncReplicas: 1 + random.IntN(replicationFactor)}
+	var partitions []PartitionState
+	for i := range 1 + random.IntN(3) {
+		replicas := randomSubset(random, []BrokerID{0, 1, 2, 3, 4}, replicationFactor)
+		var isr []BrokerID
+		for _, replica := range replicas {
+			if img.Active(replica) {
+				isr = append(isr, replica)
+			}
+		}
+		leader := NoBroker
+		if len(isr) > 0 {
+			leader = isr[0]
+		}
+		partitions = append(partitions, PartitionState{
+			TopicPartition: TopicPartition{Topic: name, Partition: int32(i)},
+			Replicas:       replicas, ISR: isr, Leader: leader,
+		})
+	}
+	return CreateTopic{Name: name, Config: config, Partitions: partitions}
+}
+
+func randomPartitionChange(random *rand.Rand, img *Image) Record {
+	partitions := img.Partitions()
+	if len(partitions) == 0 {
+		return DeleteTopic{Name: "none"}
+	}
+	current := partitions[random.IntN(len(partitions))]
+	isr := randomSubset(random, current.Replicas, random.IntN(len(current.Replicas)+1))
+	var rest []BrokerID
+	for _, replica := range current.Replicas {
+		if !slices.Contains(isr, replica) {
+			rest = append(rest, replica)
+		}
+	}
+	change := PartitionChange{
+		TopicPartition: current.TopicPartition,
+		Leader:         NoBroker,
+		ISR:            isr,
+		ELR:            randomSubset(random, rest, random.IntN(len(rest)+1)),
+		LeaderEpoch:    current.LeaderEpoch + record.LeaderEpoch(random.IntN(3)-random.IntN(2)),
+		PartitionEpoch: current.PartitionEpoch + PartitionEpoch(random.IntN(3)),
+	}
+	if len(isr) > 0 && random.IntN(5) > 0 {
+		change.Leader = isr[random.IntN(len(isr))]
+	}
+	if random.IntN(10) == 0 {
+		change.LeaderRecoveryState = Recovering
+	}
+	return change
+}
+
+func randomSubset(random *rand.Rand, from []BrokerID, size int) []BrokerID {
+	shuffled := slices.Clone(from)
+	random.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	return shuffled[:min(size, len(shuffled))]
+}
