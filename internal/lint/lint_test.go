@@ -1,0 +1,203 @@
+package lint
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/tidelog/tide"
+
+// pure are the packages that must do no I/O and keep no time or randomness
+// of their own, so the broker and the simulator can drive the same code
+// (DESIGN.md section 1).
+var pure = []string{
+	"internal/replica",
+	"internal/metadata",
+	"internal/controller",
+	"internal/rules",
+	"internal/leaderepoch",
+	"internal/record",
+}
+
+// forbidden are imports a pure package may not use. time is allowed only for
+// time.Duration, which TestPurePackagesUseNoClock checks separately.
+var forbidden = []string{"net", "os", "math/rand", "math/rand/v2", "sync", "sync/atomic", "crypto/rand", "io/fs", "syscall", "unsafe", "os/exec", "net/http", "log", "log/slog"}
+
+// allowedExternal are the modules outside tide a pure package may import:
+// each is itself free of I/O.
+var allowedExternal = []string{"github.com/twmb/franz-go/pkg/kerr"}
+
+// repositoryRoot is two levels above this package.
+func repositoryRoot(t *testing.T) string {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// parsePackage parses the non-test Go files of a package directory.
+func parsePackage(t *testing.T, dir string) []*ast.File {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	fileSet := token.NewFileSet()
+	for _, entry := range entries {
+		name := entry.Name()
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fileSet, filepath.Join(dir, name), nil, parser.ImportsOnly|parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, err := parser.ParseFile(fileSet, filepath.Join(dir, name), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full.Imports = file.Imports
+		files = append(files, full)
+	}
+	return files
+}
+
+func importsOf(files []*ast.File) []string {
+	var imports []string
+	for _, file := range files {
+		for _, spec := range file.Imports {
+			path, _ := strconv.Unquote(spec.Path.Value)
+			imports = append(imports, path)
+		}
+	}
+	slices.Sort(imports)
+	return slices.Compact(imports)
+}
+
+// TestPurePackagesImportNoIO fails when a pure package imports the network,
+// files, a clock source, randomness or locks, directly or through another
+// tide package, starts a goroutine, or uses the clock.
+func TestPurePackagesImportNoIO(t *testing.T) {
+	root := repositoryRoot(t)
+	for _, pkg := range pure {
+		files := parsePackage(t, filepath.Join(root, pkg))
+		if len(files) == 0 {
+			t.Errorf("%s: no Go files; is the list out of date?", pkg)
+		}
+		for _, problem := range purityProblems(pkg, files) {
+			t.Error(problem)
+		}
+	}
+}
+
+// TestPurityCheckCatchesViolations runs the check on a package written to
+// break every rule: a check that cannot fail proves nothing.
+func TestPurityCheckCatchesViolations(t *testing.T) {
+	problems := purityProblems("testdata/impure", parsePackage(t, "testdata/impure"))
+	for _, want := range []string{"imports os", "imports sync", "imports " + module + "/internal/disk", "imports github.com/example/io", "starts a goroutine", "uses time.Now"} {
+		found := false
+		for _, problem := range problems {
+			found = found || strings.Contains(problem, want)
+		}
+		if !found {
+			t.Errorf("the purity check missed %q; it found %q", want, problems)
+		}
+	}
+}
+
+func purityProblems(pkg string, files []*ast.File) []string {
+	var problems []string
+	for _, path := range importsOf(files) {
+		switch {
+		case slices.Contains(forbidden, path):
+			problems = append(problems, pkg+" imports "+path+": pure packages do no I/O and keep no clock, randomness or locks")
+		case strings.HasPrefix(path, module+"/"):
+			if inner := strings.TrimPrefix(path, module+"/"); !slices.Contains(pure, inner) {
+				problems = append(problems, pkg+" imports "+path+", which is not pure")
+			}
+		case strings.Contains(strings.Split(path, "/")[0], ".") && !slices.Contains(allowedExternal, path):
+			problems = append(problems, pkg+" imports "+path+", an outside package not known to be pure")
+		}
+	}
+	for _, file := range files {
+		ast.Inspect(file, func(node ast.Node) bool {
+			switch node := node.(type) {
+			case *ast.GoStmt:
+				problems = append(problems, pkg+" starts a goroutine")
+			case *ast.SelectorExpr:
+				if ident, ok := node.X.(*ast.Ident); ok && ident.Name == "time" && node.Sel.Name != "Duration" {
+					problems = append(problems, pkg+" uses time."+node.Sel.Name+": time comes in as ticks or values")
+				}
+			}
+			return true
+		})
+	}
+	return problems
+}
+
+// mayDisableRules are the packages that may switch a protocol rule off:
+// the simulator and the scenarios (and any test file).
+var mayDisableRules = []string{"internal/sim", "internal/scenario", "internal/rules", "cmd/tide"}
+
+// TestOnlySimulatorsSwitchRulesOff fails when production code calls
+// rules.Rules.Without: a production configuration must not be able to turn
+// off a rule that prevents data loss. In cmd/tide only the files of the sim
+// and scenario commands may.
+func TestOnlySimulatorsSwitchRulesOff(t *testing.T) {
+	for _, problem := range ruleSwitchProblems(t, repositoryRoot(t)) {
+		t.Error(problem)
+	}
+}
+
+// TestRuleSwitchCheckCatchesViolations runs the check on a tree where a
+// broker configuration switches a rule off.
+func TestRuleSwitchCheckCatchesViolations(t *testing.T) {
+	problems := ruleSwitchProblems(t, "testdata/rulesoff")
+	if len(problems) != 2 {
+		t.Fatalf("want the broker config and the serve command flagged, got %q", problems)
+	}
+}
+
+func ruleSwitchProblems(t *testing.T, root string) []string {
+	var problems []string
+	err := filepath.WalkDir(root, func(path string, entry os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if entry.IsDir() && entry.Name() == "testdata" && path != root {
+			return filepath.SkipDir
+		}
+		if entry.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil || !strings.Contains(string(data), ".Without(") {
+			return err
+		}
+		relative, _ := filepath.Rel(root, filepath.Dir(path))
+		allowed := false
+		for _, prefix := range mayDisableRules {
+			allowed = allowed || relative == prefix || strings.HasPrefix(relative, prefix+"/")
+		}
+		base := filepath.Base(path)
+		if strings.HasPrefix(relative, "cmd/tide") && !strings.Contains(base, "sim") && !strings.Contains(base, "scenario") {
+			allowed = false
+		}
+		if !allowed {
+			problems = append(problems, path+" switches a rule off; only the simulator and the scenarios may")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return problems
+}

@@ -1,0 +1,3 @@
+package main
+
+func sim() { rules = rules.Without(flagLegacy) }

@@ -1,0 +1,3 @@
+package broker
+
+func configure(options Options) Rules { return options.Rules.Without(options.Legacy) }

@@ -1,0 +1,3 @@
+package sim
+
+func run() { rules = rules.Without(legacy) }
