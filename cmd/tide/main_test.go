@@ -73,3 +73,21 @@ func TestLogInspect(t *testing.T) {
 		t.Fatalf("inspect of a damaged log: %v\n%s", err, out)
 	}
 }
+
+func TestSimCommand(t *testing.T) {
+	out, err := run("sim", "--seeds", "3")
+	if err != nil || !strings.Contains(out, "3 seeds") || !strings.Contains(out, "violations: none") {
+		t.Fatalf("tide sim --seeds 3: %v\n%s", err, out)
+	}
+	out, err = run("sim", "--seeds", "80", "--legacy", "kafka-4414")
+	if err == nil || exitCode(err) != 1 || !strings.Contains(out, "reproduce: go run ./cmd/tide sim --seed") {
+		t.Fatalf("tide sim --legacy kafka-4414 should find the failure and exit 1: %v\n%s", err, out)
+	}
+	if _, err := run("sim", "--legacy", "kafka-0"); err == nil || exitCode(err) != 2 {
+		t.Fatalf("an unknown rule must be a usage error: %v", err)
+	}
+	out, err = run("sim", "--seed", "5", "--json")
+	if err != nil || !strings.Contains(out, `"seed":5`) {
+		t.Fatalf("tide sim --seed 5 --json: %v\n%s", err, out)
+	}
+}

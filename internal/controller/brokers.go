@@ -28,8 +28,11 @@ import (
 //
 // previousBrokerEpoch is the epoch of the incarnation whose log the broker
 // vouches for, having shut down cleanly (KIP-966's PreviousBrokerEpoch), or
-// NoBrokerEpoch. When it is not the registered epoch, the restart counts as
-// unclean: the log may have lost records that were committed, so the broker
+// NoBrokerEpoch. It may name any registration from the last one that served
+// (was unfenced) to the current one: registrations after the last that
+// served never served, so the log is still that one's (and a broker that
+// crashed before it heard its newest epoch can only name an older one).
+// Otherwise the restart counts as unclean: the log may have lost records that were committed, so the broker
 // leaves every ISR and ELR it was still in and can no longer be elected
 // through them (Kafka's handleBrokerUncleanShutdown).
 func RegisterBroker(img *metadata.Image, id metadata.BrokerID, incarnation string,
@@ -55,7 +58,7 @@ func RegisterBroker(img *metadata.Image, id metadata.BrokerID, incarnation strin
 	if err := d.append(metadata.RegisterBroker{ID: id, Epoch: epoch, Incarnation: incarnation}); err != nil {
 		return nil, metadata.NoBrokerEpoch, 0, err
 	}
-	if !registered || previousBrokerEpoch != existing.Epoch {
+	if !registered || previousBrokerEpoch > existing.Epoch || previousBrokerEpoch < existing.ServedEpoch || previousBrokerEpoch < 0 {
 		if err := d.moveAway(nil, []metadata.BrokerID{id}); err != nil {
 			return nil, metadata.NoBrokerEpoch, 0, err
 		}

@@ -56,7 +56,10 @@ func (img *Image) apply(r Record) (bool, error) {
 	case RegisterBroker:
 		return img.applyRegisterBroker(r)
 	case UnfenceBroker:
-		return img.applyBrokerChange(r.ID, r.Epoch, false, func(state *BrokerState) { state.Fenced = false })
+		return img.applyBrokerChange(r.ID, r.Epoch, false, func(state *BrokerState) {
+			state.Fenced = false
+			state.ServedEpoch = state.Epoch
+		})
 	case FenceBroker:
 		return img.applyBrokerChange(r.ID, r.Epoch, true, func(state *BrokerState) { state.Fenced = true })
 	case BeginControlledShutdown:
@@ -97,8 +100,12 @@ func (img *Image) applyRegisterBroker(r RegisterBroker) (bool, error) {
 	if img.brokers == nil {
 		img.brokers = make(map[BrokerID]brokerRegistration)
 	}
+	served := NoBrokerEpoch
+	if ok {
+		served = existing.state.ServedEpoch
+	}
 	img.brokers[r.ID] = brokerRegistration{
-		state:       BrokerState{ID: r.ID, Epoch: r.Epoch, Fenced: true},
+		state:       BrokerState{ID: r.ID, Epoch: r.Epoch, Fenced: true, ServedEpoch: served},
 		incarnation: r.Incarnation,
 	}
 	return true, nil

@@ -99,6 +99,12 @@ type BrokerState struct {
 	// ShuttingDown brokers are in controlled shutdown: leadership moves away
 	// from them and they may not join an ISR (KIP-841).
 	ShuttingDown bool
+	// ServedEpoch is the last epoch under which the broker was ever
+	// unfenced, across registrations, or NoBrokerEpoch. An incarnation that
+	// registered but never got unfenced served nothing, so its successor may
+	// vouch for the log of the one that served (KIP-966's
+	// PreviousBrokerEpoch).
+	ServedEpoch BrokerEpoch
 }
 
 // EligibleForISR reports whether the broker may join an ISR when it fetches

@@ -27,7 +27,6 @@ type followerState struct {
 	// epoch: this replica is the stale one, and it waits for newer
 	// partition state instead of fetching on.
 	fenced bool
-	nextID uint64
 }
 
 // SetBrokerEpoch sets this broker's own epoch (its incarnation), which every
@@ -45,7 +44,7 @@ func (r *Replica) SetBrokerEpoch(epoch metadata.BrokerEpoch) { r.brokerEpoch = e
 func (r *Replica) becomeFollower() {
 	r.abandonLeadership()
 	r.role = Follower
-	r.follower = followerState{leader: r.state.Leader, nextID: r.follower.nextID}
+	r.follower = followerState{leader: r.state.Leader}
 	switch {
 	case !r.config.Rules.On(rules.EpochTruncation):
 		// Before KIP-101: truncate to the high watermark and fetch from
@@ -71,7 +70,9 @@ func (r *Replica) maybeFetch() {
 	if r.config.FlushAlways && r.config.Rules.On(rules.CommittedMeansDurable) && r.log.durable < r.log.end {
 		return
 	}
-	f.nextID++
+	// Request ids never repeat in a replica's life, whatever its roles:
+	// an answer to an old request must never be taken for the current one.
+	r.nextRequestID++
 	fenced := r.config.Rules.On(rules.FencedFetch)
 	currentEpoch := record.NoLeaderEpoch
 	if fenced {
@@ -81,14 +82,14 @@ func (r *Replica) maybeFetch() {
 		f.reconciling = false
 	}
 	if f.reconciling {
-		request := &OffsetsForLeaderEpochRequest{ID: f.nextID, ReplicaID: r.config.Broker, CurrentLeaderEpoch: currentEpoch, LeaderEpoch: r.log.epochs.LatestEpoch()}
+		request := &OffsetsForLeaderEpochRequest{ID: r.nextRequestID, ReplicaID: r.config.Broker, CurrentLeaderEpoch: currentEpoch, LeaderEpoch: r.log.epochs.LatestEpoch()}
 		f.inFlightOffsets, f.inFlightTick = request, r.now
 		sent := *request
 		r.ready.Messages = append(r.ready.Messages, Message{To: f.leader, Partition: r.config.Partition, OffsetsForLeaderEpoch: &sent})
 		return
 	}
 	request := &FetchRequest{
-		ID: f.nextID, ReplicaID: r.config.Broker, ReplicaEpoch: r.brokerEpoch,
+		ID: r.nextRequestID, ReplicaID: r.config.Broker, ReplicaEpoch: r.brokerEpoch,
 		CurrentLeaderEpoch: currentEpoch, FetchOffset: r.log.end,
 		LastFetchedEpoch: record.NoLeaderEpoch, MaxBytes: int64(r.config.MaxBatchBytes),
 	}

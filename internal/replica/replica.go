@@ -112,6 +112,8 @@ type Replica struct {
 	// brokerEpoch is this broker's incarnation, sent with every fetch
 	// (KIP-903).
 	brokerEpoch metadata.BrokerEpoch
+	// nextRequestID numbers the requests this replica sends.
+	nextRequestID uint64
 	// brokers is the metadata log's view of every broker, for ISR
 	// eligibility (KIP-841, KIP-903).
 	brokers map[metadata.BrokerID]metadata.BrokerState
@@ -339,4 +341,9 @@ func (r *Replica) setHighWatermark(offset record.Offset) {
 
 func containsBroker(list []metadata.BrokerID, id metadata.BrokerID) bool {
 	return slices.Contains(list, id)
+}
+
+// Debug describes the replica's internal state, for debugging.
+func (r *Replica) Debug() string {
+	return fmt.Sprintf("leader{%s pending=%v} follower{%s}", r.leader.String(), r.leader.pending, r.follower.String())
 }

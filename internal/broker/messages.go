@@ -1,0 +1,60 @@
+package broker
+
+import (
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/replica"
+)
+
+// ClientID identifies a client connection, for routing answers.
+type ClientID uint64
+
+// ClientRequest is one partition's part of a client request. Exactly one
+// of Produce, Fetch and ListOffsets is set; their IDs are chosen by the
+// caller and come back in the answer.
+type ClientRequest struct {
+	Client      ClientID
+	Partition   metadata.TopicPartition
+	Produce     *replica.ProduceRequest
+	Fetch       *replica.FetchRequest
+	ListOffsets *replica.ListOffsetsRequest
+}
+
+// ClientAnswer answers a ClientRequest. A fetch answer carries its records.
+type ClientAnswer struct {
+	Client    ClientID
+	Partition metadata.TopicPartition
+	// ErrorCode is set, and every other field empty, when the broker has
+	// no replica of the partition (UNKNOWN_TOPIC_OR_PARTITION).
+	ErrorCode   int16
+	Produce     *replica.ProduceAnswer
+	Fetch       *replica.FetchResponse
+	ListOffsets *replica.ListOffsetsAnswer
+}
+
+// PeerMessage is replication traffic between brokers: a request from a
+// follower or the leader's answer to it. Exactly one field is set.
+type PeerMessage struct {
+	Partition                   metadata.TopicPartition
+	Fetch                       *replica.FetchRequest
+	FetchResponse               *replica.FetchResponse
+	OffsetsForLeaderEpoch       *replica.OffsetsForLeaderEpochRequest
+	OffsetsForLeaderEpochAnswer *replica.OffsetsForLeaderEpochAnswer
+}
+
+// Outbound is a peer message with its destination.
+type Outbound struct {
+	To      metadata.BrokerID
+	Message PeerMessage
+}
+
+// Outbox is everything a node has to send since it was last emptied.
+type Outbox struct {
+	Peers     []Outbound
+	Clients   []ClientAnswer
+	Proposals []replica.ISRChange
+}
+
+// Empty reports whether there is nothing to send.
+func (o Outbox) Empty() bool {
+	return len(o.Peers) == 0 && len(o.Clients) == 0 && len(o.Proposals) == 0
+}

@@ -1,0 +1,385 @@
+// Package broker is one tide broker as a single-threaded object: it applies
+// the metadata log, keeps one replica (internal/replica) and one log
+// (internal/commitlog) per partition it hosts, routes client requests, peer
+// messages and controller answers to the replicas, and carries out what
+// their Ready says against its logs and its outbox.
+//
+// A node is driven by an environment: the simulator (internal/sim) with a
+// virtual clock, network and crashable memfs disks, and the real server with
+// sockets and files. The node has no branch for either: it reads no clock
+// (time comes in as Tick), opens no socket (messages go out through its
+// Outbox) and touches files only through the disk.FS it is given.
+package broker
+
+import (
+	"fmt"
+	"path"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tidelog/tide/internal/commitlog"
+	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/replica"
+	"github.com/tidelog/tide/internal/rules"
+)
+
+// Config configures a node.
+type Config struct {
+	ID metadata.BrokerID
+	// FS and Dir hold the node's partition logs, one directory each.
+	FS  disk.FS
+	Dir string
+	// FlushAlways is flush=always: a replica's data counts only once synced.
+	FlushAlways bool
+	// SegmentBytes and MaxBatchBytes size the partition logs.
+	SegmentBytes  int64
+	MaxBatchBytes int
+	// Replica tick intervals; see replica.Config.
+	ReplicaLagTicks    int64
+	FetchRetryTicks    int64
+	ProposalRetryTicks int64
+	MaxPendingProduces int
+	// Rules is the zero value outside the simulator and the scenarios.
+	Rules rules.Rules
+	// SyncLater defers the syncs replicas ask for until SyncAll: the
+	// simulator's slow disk. Off, a sync happens as soon as it is asked for.
+	SyncLater bool
+}
+
+// partition is one hosted partition: its replica and its log.
+type partition struct {
+	replica *replica.Replica
+	log     *commitlog.Log
+}
+
+// Node is one broker. It is not safe for concurrent use.
+type Node struct {
+	config     Config
+	epoch      metadata.BrokerEpoch
+	image      *metadata.Image
+	partitions map[metadata.TopicPartition]*partition
+	outbox     Outbox
+	// failed lists partitions whose log failed; they are offline.
+	failed map[metadata.TopicPartition]error
+	// observer, if set, sees every Ready a replica hands out, for the
+	// simulator's checker.
+	observer func(metadata.TopicPartition, replica.Ready)
+	// producers remembers who sent each produce request still waiting for
+	// its answer, under the node's own request id (clients' ids collide).
+	producers     map[producerKey]pendingProducer
+	nextRequestID uint64
+	// unsynced are the partitions with a sync asked for and not yet done,
+	// with SyncLater.
+	unsynced map[metadata.TopicPartition]bool
+}
+
+type producerKey struct {
+	partition metadata.TopicPartition
+	id        uint64
+}
+
+type pendingProducer struct {
+	client ClientID
+	id     uint64
+}
+
+// New returns a node with an empty metadata image, in incarnation epoch.
+func New(config Config, epoch metadata.BrokerEpoch) *Node {
+	return &Node{
+		config: config, epoch: epoch, image: metadata.NewImage(),
+		partitions: map[metadata.TopicPartition]*partition{},
+		failed:     map[metadata.TopicPartition]error{},
+		producers:  map[producerKey]pendingProducer{},
+		unsynced:   map[metadata.TopicPartition]bool{},
+	}
+}
+
+// SyncAll carries out the syncs deferred with SyncLater.
+func (n *Node) SyncAll() {
+	list := make([]metadata.TopicPartition, 0, len(n.unsynced))
+	for tp := range n.unsynced {
+		list = append(list, tp)
+	}
+	sortPartitions(list)
+	for _, tp := range list {
+		delete(n.unsynced, tp)
+		if p, ok := n.partitions[tp]; ok {
+			n.sync(tp, p)
+			n.process(tp, p)
+		}
+	}
+}
+
+// sync makes a partition's log durable and tells its replica.
+func (n *Node) sync(tp metadata.TopicPartition, p *partition) bool {
+	if err := p.log.Sync(); err != nil {
+		n.fail(tp, err)
+		return false
+	}
+	p.replica.Synced(p.log.DurableEndOffset())
+	return true
+}
+
+// ID returns the broker's id.
+func (n *Node) ID() metadata.BrokerID { return n.config.ID }
+
+// Epoch returns the broker's incarnation.
+func (n *Node) Epoch() metadata.BrokerEpoch { return n.epoch }
+
+// MetadataOffset is the offset of the last metadata record applied.
+func (n *Node) MetadataOffset() int64 { return n.image.Offset() }
+
+// Image returns the node's metadata image. Callers must not change it.
+func (n *Node) Image() *metadata.Image { return n.image }
+
+// Observe sets a function that sees every Ready before it is carried out.
+func (n *Node) Observe(observer func(metadata.TopicPartition, replica.Ready)) {
+	n.observer = observer
+}
+
+// Replica returns the replica of a hosted partition, for inspection.
+func (n *Node) Replica(tp metadata.TopicPartition) (*replica.Replica, *commitlog.Log, bool) {
+	p, ok := n.partitions[tp]
+	if !ok {
+		return nil, nil, false
+	}
+	return p.replica, p.log, true
+}
+
+// Partitions returns the hosted partitions, sorted.
+func (n *Node) Partitions() []metadata.TopicPartition {
+	list := make([]metadata.TopicPartition, 0, len(n.partitions))
+	for tp := range n.partitions {
+		list = append(list, tp)
+	}
+	sortPartitions(list)
+	return list
+}
+
+// Failed returns the partitions whose log failed, with the cause.
+func (n *Node) Failed() map[metadata.TopicPartition]error { return n.failed }
+
+// TakeOutbox returns what the node has to send and empties it.
+func (n *Node) TakeOutbox() Outbox {
+	outbox := n.outbox
+	n.outbox = Outbox{}
+	return outbox
+}
+
+// ApplyMetadata applies metadata records strictly in log order, then hands
+// each replica concerned its partition's state as the whole batch left it,
+// opening the logs of partitions this broker starts to host. Only the final
+// state is published: a broker catching up on the metadata log must not
+// re-live the leaderships of its past, as a leader of a stale epoch with a
+// lone ISR would advance its high watermark over records never committed.
+func (n *Node) ApplyMetadata(entries []metadata.Entry) error {
+	changed := map[metadata.TopicPartition]bool{}
+	brokersChanged := false
+	for _, entry := range entries {
+		if entry.Offset <= n.image.Offset() {
+			continue // already applied: metadata is resent after losses
+		}
+		applied, err := n.image.Apply(entry)
+		if err != nil {
+			return fmt.Errorf("broker %d: metadata offset %d: %w", n.config.ID, entry.Offset, err)
+		}
+		if !applied {
+			continue
+		}
+		switch rec := entry.Record.(type) {
+		case metadata.CreateTopic:
+			for _, state := range rec.Partitions {
+				changed[state.TopicPartition] = true
+			}
+		case metadata.PartitionChange:
+			changed[rec.TopicPartition] = true
+		case metadata.DeleteTopic:
+			n.dropTopic(rec.Name)
+		default:
+			brokersChanged = true
+		}
+	}
+	if brokersChanged {
+		brokers := n.image.Brokers()
+		for _, tp := range n.Partitions() {
+			p := n.partitions[tp]
+			p.replica.SetBrokers(brokers)
+			n.process(tp, p)
+		}
+	}
+	list := make([]metadata.TopicPartition, 0, len(changed))
+	for tp := range changed {
+		list = append(list, tp)
+	}
+	sortPartitions(list)
+	for _, tp := range list {
+		if err := n.applyPartitionState(tp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ApplyPartitionState hands a replica partition state directly, not through
+// the metadata log: what ZooKeeper-era LeaderAndIsr pushes did. Only the
+// simulator uses it, to show KAFKA-4414 with rule kafka-4414 switched off.
+func (n *Node) ApplyPartitionState(state metadata.PartitionState) error {
+	if _, known := n.image.TopicConfig(state.Topic); !known {
+		return nil // pushed before the topic reached this broker: dropped
+	}
+	p, err := n.ensurePartition(state.TopicPartition)
+	if err != nil || p == nil {
+		return err
+	}
+	p.replica.ApplyPartitionState(state)
+	n.process(state.TopicPartition, p)
+	return nil
+}
+
+func (n *Node) applyPartitionState(tp metadata.TopicPartition) error {
+	state, ok := n.image.Partition(tp)
+	if !ok || !state.IsReplica(n.config.ID) {
+		return nil
+	}
+	if _, hosted := n.partitions[tp]; hosted && !n.config.Rules.On(rules.OrderedMetadata) {
+		return nil // after creation, the simulator pushes partition state itself
+	}
+	p, err := n.ensurePartition(tp)
+	if err != nil || p == nil {
+		return err
+	}
+	p.replica.ApplyPartitionState(state)
+	n.process(tp, p)
+	return nil
+}
+
+// ensurePartition opens the log and creates the replica of a partition this
+// broker hosts, if not yet open.
+func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
+	if p, ok := n.partitions[tp]; ok {
+		return p, nil
+	}
+	if _, failed := n.failed[tp]; failed {
+		return nil, nil
+	}
+	config, ok := n.image.TopicConfig(tp.Topic)
+	if !ok {
+		return nil, fmt.Errorf("broker %d: partition %s of an unknown topic", n.config.ID, tp)
+	}
+	log, err := commitlog.Open(commitlog.Config{
+		FS: n.config.FS, Dir: path.Join(n.config.Dir, tp.String()),
+		SegmentBytes: n.config.SegmentBytes, MaxBatchBytes: n.config.MaxBatchBytes,
+		Flush: commitlog.FlushNever, RetentionBytes: -1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("broker %d: open %s: %w", n.config.ID, tp, err)
+	}
+	r, err := replica.New(replica.Config{
+		Broker: n.config.ID, Partition: tp, MinInsyncReplicas: config.MinInsyncReplicas,
+		ReplicaLagTicks: n.config.ReplicaLagTicks, FetchRetryTicks: n.config.FetchRetryTicks,
+		ProposalRetryTicks: n.config.ProposalRetryTicks, FlushAlways: n.config.FlushAlways,
+		MaxBatchBytes: n.config.MaxBatchBytes, MaxPendingProduces: n.config.MaxPendingProduces,
+		Rules: n.config.Rules,
+	}, replica.LogState{
+		LogStartOffset: log.LogStartOffset(), LogEndOffset: log.LogEndOffset(),
+		DurableEndOffset: log.DurableEndOffset(), HighWatermark: log.HighWatermark(), Epochs: log.Epochs(),
+	})
+	if err != nil {
+		log.Close()
+		return nil, err
+	}
+	r.SetBrokerEpoch(n.epoch)
+	r.SetBrokers(n.image.Brokers())
+	p := &partition{replica: r, log: log}
+	n.partitions[tp] = p
+	return p, nil
+}
+
+func (n *Node) dropTopic(topic string) {
+	for _, tp := range n.Partitions() {
+		if tp.Topic == topic {
+			n.partitions[tp].log.Close()
+			delete(n.partitions, tp)
+		}
+	}
+}
+
+// Tick advances every replica's clock by one tick.
+func (n *Node) Tick() {
+	for _, tp := range n.Partitions() {
+		p := n.partitions[tp]
+		p.replica.Tick()
+		n.process(tp, p)
+	}
+}
+
+// HandleClient routes a client request to its partition's replica.
+func (n *Node) HandleClient(request ClientRequest) {
+	p, ok := n.partitions[request.Partition]
+	if !ok {
+		n.outbox.Clients = append(n.outbox.Clients, ClientAnswer{Client: request.Client, Partition: request.Partition, ErrorCode: kerr.UnknownTopicOrPartition.Code})
+		return
+	}
+	switch {
+	case request.Produce != nil:
+		n.nextRequestID++
+		produce := *request.Produce
+		n.producers[producerKey{request.Partition, n.nextRequestID}] = pendingProducer{client: request.Client, id: produce.ID}
+		produce.ID = n.nextRequestID
+		p.replica.HandleProduce(produce)
+	case request.Fetch != nil:
+		p.replica.HandleFetch(*request.Fetch)
+	case request.ListOffsets != nil:
+		p.replica.HandleListOffsets(*request.ListOffsets)
+	}
+	n.processFor(request.Partition, p, destination{client: request.Client, isClient: true})
+}
+
+// HandlePeer routes replication traffic from another broker.
+func (n *Node) HandlePeer(from metadata.BrokerID, message PeerMessage) {
+	p, ok := n.partitions[message.Partition]
+	if !ok {
+		return // a partition this broker does not host (yet): the sender retries
+	}
+	switch {
+	case message.Fetch != nil:
+		p.replica.HandleFetch(*message.Fetch)
+	case message.FetchResponse != nil:
+		p.replica.HandleFetchResponse(*message.FetchResponse)
+	case message.OffsetsForLeaderEpoch != nil:
+		p.replica.HandleOffsetsForLeaderEpoch(*message.OffsetsForLeaderEpoch)
+	case message.OffsetsForLeaderEpochAnswer != nil:
+		p.replica.HandleOffsetsForLeaderEpochResponse(*message.OffsetsForLeaderEpochAnswer)
+	}
+	n.processFor(message.Partition, p, destination{broker: from})
+}
+
+// HandleAlterPartitionResponse hands the controller's answer to the leader.
+func (n *Node) HandleAlterPartitionResponse(tp metadata.TopicPartition, response replica.AlterPartitionResponse) {
+	if p, ok := n.partitions[tp]; ok {
+		p.replica.HandleAlterPartitionResponse(response)
+		n.process(tp, p)
+	}
+}
+
+// Close closes every log, syncing them: a clean shutdown.
+func (n *Node) Close() error {
+	var first error
+	for _, tp := range n.Partitions() {
+		if err := n.partitions[tp].log.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func sortPartitions(list []metadata.TopicPartition) {
+	sort.Slice(list, func(i, j int) bool {
+		if list[i].Topic != list[j].Topic {
+			return list[i].Topic < list[j].Topic
+		}
+		return list[i].Partition < list[j].Partition
+	})
+}

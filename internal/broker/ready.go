@@ -1,0 +1,127 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/replica"
+)
+
+// destination is who gets the answers a request produced: a client, or the
+// broker that sent a peer message. Answers that no request produced (acks
+// completed by a fetch, timeouts) carry their own routing: produce answers
+// go to the client that produced, which the node remembers.
+type destination struct {
+	client   ClientID
+	isClient bool
+	broker   metadata.BrokerID
+}
+
+func (n *Node) process(tp metadata.TopicPartition, p *partition) {
+	n.processFor(tp, p, destination{broker: metadata.NoBroker})
+}
+
+// processFor carries out the replica's Ready, in the order it prescribes,
+// until it has none: log operations, sync, high watermark, then messages,
+// answers and proposals. A log that fails takes the partition offline: a
+// failed write or sync is never retried (docs/storage.md).
+func (n *Node) processFor(tp metadata.TopicPartition, p *partition, to destination) {
+	for p.replica.HasReady() {
+		ready := p.replica.Ready()
+		if n.observer != nil {
+			n.observer(tp, ready)
+		}
+		if err := n.applyLog(p, ready); err != nil {
+			n.fail(tp, err)
+			return
+		}
+		if end, expected := p.log.LogEndOffset(), p.replica.LogEndOffset(); end != expected {
+			panic(fmt.Sprintf("broker %d %s: log ends at %d, the replica believes %d", n.config.ID, tp, end, expected))
+		}
+		for _, message := range ready.Messages {
+			n.outbox.Peers = append(n.outbox.Peers, Outbound{To: message.To, Message: PeerMessage{
+				Partition: tp, Fetch: message.Fetch, OffsetsForLeaderEpoch: message.OffsetsForLeaderEpoch,
+			}})
+		}
+		for _, answer := range ready.Answers {
+			if err := n.route(tp, p, answer, to); err != nil {
+				n.fail(tp, err)
+				return
+			}
+		}
+		n.outbox.Proposals = append(n.outbox.Proposals, ready.Proposals...)
+		if ready.Sync && n.config.SyncLater {
+			n.unsynced[tp] = true
+		} else if ready.Sync && !n.sync(tp, p) {
+			return
+		}
+	}
+}
+
+// applyLog carries out the log operations and the high watermark.
+func (n *Node) applyLog(p *partition, ready replica.Ready) error {
+	for _, op := range ready.Log {
+		var err error
+		switch op.Kind {
+		case replica.Truncate:
+			_, err = p.log.TruncateTo(op.Offset)
+		case replica.TruncateFully:
+			err = p.log.TruncateFullyAndStartAt(op.Offset)
+		case replica.AssignEpoch:
+			err = p.log.AssignEpochStartOffset(op.Epoch)
+		case replica.Append:
+			_, err = p.log.AppendAsFollower(op.Batches)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	if ready.HighWatermark != nil {
+		if err := p.log.SetHighWatermark(*ready.HighWatermark); err != nil {
+			return fmt.Errorf("high watermark: %w", err)
+		}
+	}
+	return nil
+}
+
+// route sends an answer where it belongs, reading a fetch answer's records
+// from the log.
+func (n *Node) route(tp metadata.TopicPartition, p *partition, answer replica.Answer, to destination) error {
+	if answer.Fetch != nil && answer.Fetch.ErrorCode == 0 && answer.Fetch.DivergingEpoch == nil && answer.Fetch.ReadUpTo > answer.Fetch.ReadFrom {
+		result, err := p.log.Read(answer.Fetch.ReadFrom, answer.Fetch.MaxBytes, answer.Fetch.ReadUpTo)
+		if err != nil {
+			return fmt.Errorf("read for fetch: %w", err)
+		}
+		if answer.Fetch.Records, err = result.AppendTo(nil); err != nil {
+			return fmt.Errorf("read for fetch: %w", err)
+		}
+	}
+	switch {
+	case answer.Produce != nil:
+		key := producerKey{tp, answer.Produce.ID}
+		producer, ok := n.producers[key]
+		if !ok {
+			return fmt.Errorf("a produce answer for unknown request %d", answer.Produce.ID)
+		}
+		delete(n.producers, key)
+		produced := *answer.Produce
+		produced.ID = producer.id
+		n.outbox.Clients = append(n.outbox.Clients, ClientAnswer{Client: producer.client, Partition: tp, Produce: &produced})
+	case to.isClient:
+		n.outbox.Clients = append(n.outbox.Clients, ClientAnswer{Client: to.client, Partition: tp, Fetch: answer.Fetch, ListOffsets: answer.ListOffsets})
+	case to.broker != metadata.NoBroker:
+		n.outbox.Peers = append(n.outbox.Peers, Outbound{To: to.broker, Message: PeerMessage{
+			Partition: tp, FetchResponse: answer.Fetch, OffsetsForLeaderEpochAnswer: answer.OffsetsForLeaderEpoch,
+		}})
+	}
+	return nil
+}
+
+// fail takes a partition offline after its log failed.
+func (n *Node) fail(tp metadata.TopicPartition, err error) {
+	n.failed[tp] = err
+	if p, ok := n.partitions[tp]; ok {
+		p.log.Close()
+		delete(n.partitions, tp)
+	}
+}

@@ -1,0 +1,329 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/record"
+	"github.com/tidelog/tide/internal/replica"
+)
+
+// The invariants of DESIGN.md section 3.
+const (
+	InvariantAckedWriteLost     = "acknowledged-write-lost"
+	InvariantHighWatermarkBack  = "high-watermark-went-back"
+	InvariantPrefixesDisagree   = "committed-prefixes-disagree"
+	InvariantTwoLeadersOneEpoch = "two-leaders-in-one-epoch"
+	InvariantReadTakenBack      = "read-taken-back"
+	InvariantNoRecovery         = "does-not-recover"
+	InvariantReplicaViolation   = "replica-invariant"
+)
+
+// Violation is a broken invariant.
+type Violation struct {
+	Invariant string
+	Tick      int64
+	Detail    string
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s at tick %d: %s", v.Invariant, v.Tick, v.Detail)
+}
+
+// batchID identifies a batch by where it is and what it holds: its base
+// offset, its CRC-32C (which covers every record byte) and its length.
+type batchID struct {
+	base   record.Offset
+	next   record.Offset
+	crc    uint32
+	length int32
+}
+
+func identify(header record.Header) batchID {
+	return batchID{base: header.BaseOffset, next: header.NextOffset(), crc: header.CRC, length: header.BatchLength}
+}
+
+// checker watches a run and records the first broken invariant.
+type checker struct {
+	w *world
+	// acked are the batches acknowledged with acks=all; read are the batches
+	// consumers read below the high watermark. Neither may ever disappear.
+	acked map[metadata.TopicPartition][]batchID
+	read  map[metadata.TopicPartition]map[record.Offset]batchID
+	// highestHighWatermark is the largest high watermark each client saw
+	// of each partition. A client's requests for a partition are sequential,
+	// so its observations come in the order they were served.
+	highestHighWatermark map[clientPartition]record.Offset
+	leaders              map[leaderKey]metadata.BrokerID
+	violation            *Violation
+}
+
+type clientPartition struct {
+	client    address
+	partition metadata.TopicPartition
+}
+
+type leaderKey struct {
+	partition metadata.TopicPartition
+	epoch     record.LeaderEpoch
+}
+
+func newChecker(w *world) *checker {
+	return &checker{
+		w: w, acked: map[metadata.TopicPartition][]batchID{}, read: map[metadata.TopicPartition]map[record.Offset]batchID{},
+		highestHighWatermark: map[clientPartition]record.Offset{}, leaders: map[leaderKey]metadata.BrokerID{},
+	}
+}
+
+func (c *checker) fail(invariant, format string, args ...any) {
+	if c.violation != nil {
+		return
+	}
+	c.violation = &Violation{Invariant: invariant, Tick: c.w.now, Detail: fmt.Sprintf(format, args...)}
+	c.w.trace("VIOLATION %s", c.violation)
+}
+
+// observe returns the function a node calls with every Ready: replica
+// invariant violations recorded under a switched-off rule end the run.
+func (c *checker) observe(b *brokerProcess) func(metadata.TopicPartition, replica.Ready) {
+	return func(tp metadata.TopicPartition, ready replica.Ready) {
+		for _, op := range ready.Log {
+			if op.Kind == replica.Truncate || op.Kind == replica.TruncateFully {
+				c.w.stats.truncations++
+				c.w.trace("b%d %s: %s", b.id, tp, op)
+			}
+			if op.Kind == replica.AssignEpoch {
+				c.w.trace("b%d %s: leads, %s", b.id, tp, op)
+			}
+		}
+		if c.w.options.Detail && ready.HighWatermark != nil {
+			c.w.trace("b%d %s: high watermark %d", b.id, tp, *ready.HighWatermark)
+		}
+		if c.w.options.Detail {
+			for _, m := range ready.Messages {
+				if m.Fetch != nil {
+					c.w.trace("b%d %s: fetch at %d epoch %d", b.id, tp, m.Fetch.FetchOffset, m.Fetch.CurrentLeaderEpoch)
+				}
+			}
+			for _, op := range ready.Log {
+				if op.Kind == replica.Append {
+					c.w.trace("b%d %s: append %d bytes at %d", b.id, tp, len(op.Batches), record.BaseOffset(op.Batches))
+				}
+			}
+			for _, p := range ready.Proposals {
+				c.w.trace("b%d %s: propose %s", b.id, tp, p)
+			}
+		}
+		for _, violation := range ready.Violations {
+			c.fail(InvariantReplicaViolation, "%s", violation)
+		}
+	}
+}
+
+func (c *checker) observeAck(tp metadata.TopicPartition, base record.Offset, batch []byte) {
+	header, err := record.ParseHeader(batch)
+	if err != nil {
+		panic(err)
+	}
+	header.BaseOffset = base
+	c.acked[tp] = append(c.acked[tp], identify(header))
+}
+
+// observeHighWatermark checks that no client ever sees a partition's high
+// watermark go back (invariant 2).
+func (c *checker) observeHighWatermark(client address, tp metadata.TopicPartition, highWatermark record.Offset, source string) {
+	key := clientPartition{client, tp}
+	if highest, seen := c.highestHighWatermark[key]; seen && highWatermark < highest {
+		c.fail(InvariantHighWatermarkBack, "%s: %s answered %s high watermark %d after it saw %d", tp, source, client, highWatermark, highest)
+	}
+	c.highestHighWatermark[key] = max(c.highestHighWatermark[key], highWatermark)
+}
+
+// observeRead records the batches a consumer read, and returns the offset
+// after them.
+func (c *checker) observeRead(tp metadata.TopicPartition, batches []byte, highWatermark, position record.Offset) record.Offset {
+	if c.read[tp] == nil {
+		c.read[tp] = map[record.Offset]batchID{}
+	}
+	next := position
+	it := record.NewIterator(batches, record.Limits{MaxBatchBytes: 1 << 30})
+	for it.Next() {
+		header := it.Header()
+		if header.NextOffset() > highWatermark {
+			c.fail(InvariantReadTakenBack, "%s: a consumer read offsets up to %d above the high watermark %d", tp, header.NextOffset(), highWatermark)
+		}
+		c.read[tp][header.BaseOffset] = identify(header)
+		next = header.NextOffset()
+	}
+	if err := it.Err(); err != nil {
+		c.fail(InvariantReadTakenBack, "%s: a consumer got damaged batches: %v", tp, err)
+	}
+	return next
+}
+
+// step runs the cheap checks every tick and the log checks periodically.
+func (c *checker) step() {
+	c.checkOneLeaderPerEpoch()
+	if c.w.now%checkEveryTicks == 0 {
+		c.checkLogs(false)
+	}
+}
+
+// checkOneLeaderPerEpoch is invariant 4: at most one replica leads a given
+// leader epoch of a partition.
+func (c *checker) checkOneLeaderPerEpoch() {
+	for _, b := range c.w.brokers {
+		if !b.up || b.node == nil {
+			continue
+		}
+		for _, tp := range b.node.Partitions() {
+			r, _, _ := b.node.Replica(tp)
+			if r.Role() != replica.Leader {
+				continue
+			}
+			key := leaderKey{tp, r.State().LeaderEpoch}
+			if other, ok := c.leaders[key]; ok && other != b.id {
+				c.fail(InvariantTwoLeadersOneEpoch, "%s: b%d and b%d both lead epoch %d", tp, other, b.id, key.epoch)
+			}
+			c.leaders[key] = b.id
+		}
+	}
+}
+
+// liveLog is one running replica's committed batches.
+type liveLog struct {
+	broker        metadata.BrokerID
+	epochs        string
+	highWatermark record.Offset
+	batches       map[record.Offset]batchID
+	offsets       []record.Offset
+	leader        bool
+}
+
+// checkLogs checks invariants 1, 3 and 5 against the logs of the running
+// replicas: every acknowledged and every read batch is on the current
+// leader; and replicas agree below their high watermarks. With final set,
+// every acknowledged batch must be on every replica.
+func (c *checker) checkLogs(final bool) {
+	for _, state := range c.w.controller.image.Partitions() {
+		if final && c.w.allowedOffline(state) {
+			continue
+		}
+		logs := c.liveLogs(state)
+		c.checkAgreement(state.TopicPartition, logs)
+		for _, log := range logs {
+			if !log.leader && !final {
+				continue
+			}
+			for _, acked := range c.acked[state.TopicPartition] {
+				if got, ok := log.batches[acked.base]; !ok || got != acked {
+					c.fail(InvariantAckedWriteLost, "%s: offsets %d..%d were acknowledged with acks=all, but b%d (%s) %s",
+						state.TopicPartition, acked.base, acked.next-1, log.broker, roleName(log.leader), describeMissing(ok))
+				}
+			}
+			for _, read := range sortedReads(c.read[state.TopicPartition]) {
+				if got, ok := log.batches[read.base]; !ok || got != read {
+					c.fail(InvariantReadTakenBack, "%s: offsets %d..%d were read by a consumer, but b%d (%s) %s",
+						state.TopicPartition, read.base, read.next-1, log.broker, roleName(log.leader), describeMissing(ok))
+				}
+			}
+		}
+	}
+}
+
+func roleName(leader bool) string {
+	if leader {
+		return "the leader"
+	}
+	return "a follower"
+}
+
+func describeMissing(present bool) string {
+	if present {
+		return "holds other records there"
+	}
+	return "does not have them"
+}
+
+func sortedReads(reads map[record.Offset]batchID) []batchID {
+	list := make([]batchID, 0, len(reads))
+	for _, read := range reads {
+		list = append(list, read)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].base < list[j].base })
+	return list
+}
+
+// liveLogs reads the logs of a partition's running replicas. Only the
+// leader of the controller's current epoch counts as leader.
+func (c *checker) liveLogs(state metadata.PartitionState) []liveLog {
+	var logs []liveLog
+	for _, id := range state.Replicas {
+		b := c.w.broker(id)
+		if !b.up || b.paused || b.node == nil {
+			continue
+		}
+		r, log, ok := b.node.Replica(state.TopicPartition)
+		if !ok {
+			continue
+		}
+		live := liveLog{broker: id, highWatermark: r.HighWatermark(), batches: map[record.Offset]batchID{}, epochs: fmt.Sprint(log.Epochs())}
+		live.leader = r.Role() == replica.Leader && r.State().LeaderEpoch == state.LeaderEpoch && id == state.Leader
+		result, err := log.Read(log.LogStartOffset(), 1<<40, log.LogEndOffset())
+		if err != nil {
+			panic(fmt.Sprintf("b%d %s: read: %v", id, state.TopicPartition, err))
+		}
+		data, err := result.AppendTo(nil)
+		if err != nil {
+			panic(err)
+		}
+		it := record.NewIterator(data, record.Limits{MaxBatchBytes: 1 << 30})
+		for it.Next() {
+			header := it.Header()
+			live.batches[header.BaseOffset] = identify(header)
+			live.offsets = append(live.offsets, header.BaseOffset)
+		}
+		logs = append(logs, live)
+	}
+	return logs
+}
+
+// checkAgreement is invariant 3: two replicas hold the same batches below
+// the smaller of their high watermarks.
+func (c *checker) checkAgreement(tp metadata.TopicPartition, logs []liveLog) {
+	for i := range logs {
+		for j := i + 1; j < len(logs); j++ {
+			a, b := logs[i], logs[j]
+			below := min(a.highWatermark, b.highWatermark)
+			from := record.Offset(0)
+			if len(a.offsets) > 0 && len(b.offsets) > 0 {
+				from = max(a.offsets[0], b.offsets[0])
+			}
+			left, right := committedPrefix(a, from, below), committedPrefix(b, from, below)
+			for k := 0; k < min(len(left), len(right)); k++ {
+				if left[k] != right[k] {
+					c.fail(InvariantPrefixesDisagree, "%s: b%d and b%d hold different batches at offset %d, below both high watermarks (%d, %d); epochs %s and %s",
+						tp, a.broker, b.broker, min(left[k].base, right[k].base), a.highWatermark, b.highWatermark, a.epochs, b.epochs)
+					return
+				}
+			}
+		}
+	}
+}
+
+// committedPrefix lists a log's batches in [from, below).
+func committedPrefix(log liveLog, from, below record.Offset) []batchID {
+	var prefix []batchID
+	for _, offset := range log.offsets {
+		batch := log.batches[offset]
+		if batch.base < from {
+			continue
+		}
+		if batch.next > below {
+			break
+		}
+		prefix = append(prefix, batch)
+	}
+	return prefix
+}

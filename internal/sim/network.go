@@ -1,0 +1,204 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+
+	"github.com/tidelog/tide/internal/broker"
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/replica"
+)
+
+// address names an endpoint: a broker (> 0), the controller (0) or a client
+// (< 0).
+type address int64
+
+const controllerAddress address = 0
+
+func brokerAddress(id metadata.BrokerID) address { return address(id) }
+func clientAddress(id int) address               { return address(-1 - id) }
+
+func (a address) String() string {
+	switch {
+	case a == controllerAddress:
+		return "controller"
+	case a > 0:
+		return fmt.Sprintf("b%d", a)
+	}
+	return fmt.Sprintf("client%d", -1-a)
+}
+
+// message is one message in flight. Exactly one payload is set.
+type message struct {
+	from, to  address
+	deliverAt int64
+	sequence  uint64
+
+	peer           *broker.PeerMessage
+	clientRequest  *broker.ClientRequest
+	clientAnswer   *broker.ClientAnswer
+	register       *registerRequest
+	registered     *registerAnswer
+	heartbeat      *heartbeatRequest
+	metadata       *heartbeatAnswer
+	alterPartition *alterRequest
+	alterAnswer    *alterAnswer
+	partitionState *metadata.PartitionState
+}
+
+type registerRequest struct {
+	incarnation   string
+	previousEpoch metadata.BrokerEpoch
+}
+
+type registerAnswer struct {
+	epoch     metadata.BrokerEpoch
+	errorCode int16
+}
+
+type heartbeatRequest struct {
+	epoch         metadata.BrokerEpoch
+	appliedOffset int64
+	wantShutdown  bool
+}
+
+type heartbeatAnswer struct {
+	entries   []metadata.Entry
+	errorCode int16
+}
+
+type alterRequest struct {
+	epoch  metadata.BrokerEpoch
+	change replica.ISRChange
+}
+
+type alterAnswer struct {
+	partition metadata.TopicPartition
+	response  replica.AlterPartitionResponse
+}
+
+// kind names a message's payload, for traces.
+func (m *message) kind() string {
+	switch {
+	case m.peer != nil && m.peer.Fetch != nil:
+		return "fetch"
+	case m.peer != nil && m.peer.FetchResponse != nil:
+		return "fetch-response"
+	case m.peer != nil:
+		return "offsets-for-leader-epoch"
+	case m.clientRequest != nil:
+		return "client-request"
+	case m.clientAnswer != nil:
+		return "client-answer"
+	case m.register != nil:
+		return "register"
+	case m.registered != nil:
+		return "registered"
+	case m.heartbeat != nil:
+		return "heartbeat"
+	case m.metadata != nil:
+		return "metadata"
+	case m.alterPartition != nil:
+		return "alter-partition"
+	case m.alterAnswer != nil:
+		return "alter-partition-answer"
+	}
+	return "partition-state"
+}
+
+// queue orders messages by delivery time, then by send order.
+type queue []*message
+
+func (q queue) Len() int { return len(q) }
+func (q queue) Less(i, j int) bool {
+	if q[i].deliverAt != q[j].deliverAt {
+		return q[i].deliverAt < q[j].deliverAt
+	}
+	return q[i].sequence < q[j].sequence
+}
+func (q queue) Swap(i, j int)    { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)      { *q = append(*q, x.(*message)) }
+func (q *queue) Pop() any        { old := *q; m := old[len(old)-1]; *q = old[:len(old)-1]; return m }
+func (q queue) peek() *message   { return q[0] }
+func (q *queue) push(m *message) { heap.Push(q, m) }
+func (q *queue) pop() *message   { return heap.Pop(q).(*message) }
+func (q queue) empty() bool      { return len(q) == 0 }
+func newQueue() *queue           { q := queue{}; heap.Init(&q); return &q }
+
+type link struct{ from, to address }
+
+// network delivers messages after a random delay, in order on each link (a
+// TCP connection) and in any order across links; it loses messages at a
+// seeded rate and on partitioned links.
+type network struct {
+	w        *world
+	inFlight *queue
+	sequence uint64
+	// lastDelivery keeps each link in order.
+	lastDelivery map[link]int64
+	// cut links lose every message sent on them until healed.
+	cut map[link]bool
+	// held are messages for paused brokers, delivered when they resume.
+	held []*message
+}
+
+func newNetwork(w *world) *network {
+	return &network{w: w, inFlight: newQueue(), lastDelivery: map[link]int64{}, cut: map[link]bool{}}
+}
+
+// send puts a message on the network.
+func (n *network) send(m *message) {
+	l := link{m.from, m.to}
+	if n.cut[l] || (n.w.random.Float64() < n.w.shape.messageLossRate && m.from != controllerAddress && m.to != controllerAddress) {
+		n.w.stats.messagesLost++
+		return
+	}
+	n.sequence++
+	m.sequence = n.sequence
+	m.deliverAt = max(n.w.now+1+n.w.random.Int64N(n.w.shape.maxDelayTicks), n.lastDelivery[l])
+	n.lastDelivery[l] = m.deliverAt
+	n.inFlight.push(m)
+}
+
+// sendUnordered puts a message on the network outside any link's order: a
+// ZooKeeper-era controller push, which KAFKA-4414 shows arriving in any
+// order.
+func (n *network) sendUnordered(m *message) {
+	n.sequence++
+	m.sequence = n.sequence
+	m.deliverAt = n.w.now + 1 + n.w.random.Int64N(4*n.w.shape.maxDelayTicks+4)
+	n.inFlight.push(m)
+}
+
+// due returns the messages to deliver now, in order.
+func (n *network) due() []*message {
+	var ready []*message
+	for !n.inFlight.empty() && n.inFlight.peek().deliverAt <= n.w.now {
+		m := n.inFlight.pop()
+		if n.cut[link{m.from, m.to}] {
+			n.w.stats.messagesLost++
+			continue
+		}
+		ready = append(ready, m)
+	}
+	return ready
+}
+
+// dropTo loses every message in flight to or from a crashed broker.
+func (n *network) dropTo(a address) {
+	kept := newQueue()
+	for !n.inFlight.empty() {
+		m := n.inFlight.pop()
+		if m.to != a && m.from != a {
+			kept.push(m)
+		}
+	}
+	n.inFlight = kept
+	var held []*message
+	for _, m := range n.held {
+		if m.to != a {
+			held = append(held, m)
+		}
+	}
+	n.held = held
+}

@@ -1,0 +1,125 @@
+// Package sim is tide's second runtime: whole clusters of real broker nodes
+// (internal/broker, over the real replication core and partition logs) in
+// one goroutine, with a virtual clock, a simulated network and crashable
+// in-memory disks, driven through fault schedules drawn from a seed. After
+// every step a checker tests the invariants of DESIGN.md section 3; a seed
+// reproduces a run exactly. docs/simulation.md describes the fault model.
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/tidelog/tide/internal/rules"
+)
+
+// Options choose what to simulate.
+type Options struct {
+	Seed uint64
+	// Legacy rules are switched off, to show the failures they prevent.
+	Legacy []rules.Rule
+	// RunTicks is how long faults are injected; HealTicks bounds the
+	// liveness phase that follows. Zero means the defaults.
+	RunTicks  int64
+	HealTicks int64
+	// TraceLines is how many trace events a failure keeps (default 80).
+	TraceLines int
+	// Detail adds every replica's appends, fetches, high watermarks and
+	// proposals to the trace.
+	Detail bool
+}
+
+// shape is the cluster and fault model one seed draws (swarm testing: every
+// seed its own mix, so that rare combinations come up).
+type shape struct {
+	brokers           int
+	partitions        int
+	replicationFactor int
+	minInsyncReplicas int
+	flushAlways       bool
+	producers         int
+	consumers         int
+
+	// Probabilities per tick.
+	produceRate     float64
+	consumeRate     float64
+	crashRate       float64
+	powerLossShare  float64 // share of crashes that lose unsynced data
+	pauseRate       float64
+	partitionRate   float64
+	totalPowerLoss  float64 // every broker loses power at once
+	preferredRate   float64
+	shutdownRate    float64
+	messageLossRate float64
+	zombieRate      float64
+	maxDelayTicks   int64
+	// syncRate is the chance per tick that a broker's slow disk completes
+	// the syncs asked of it; 1 is a fast disk.
+	syncRate float64
+}
+
+func drawShape(random *rand.Rand) shape {
+	s := shape{
+		brokers:    3 + random.IntN(3),
+		partitions: 1 + random.IntN(3),
+		producers:  1 + random.IntN(3),
+		consumers:  1 + random.IntN(2),
+	}
+	s.replicationFactor = min(s.brokers, 2+random.IntN(2))
+	s.minInsyncReplicas = 1 + random.IntN(s.replicationFactor-1)
+	s.flushAlways = random.IntN(5) != 0
+	s.produceRate = 0.2 + random.Float64()*0.6
+	s.consumeRate = 0.1 + random.Float64()*0.4
+	s.crashRate = random.Float64() * 0.01
+	s.powerLossShare = random.Float64()
+	s.pauseRate = random.Float64() * 0.005
+	s.partitionRate = random.Float64() * 0.006
+	s.totalPowerLoss = random.Float64() * 0.0015
+	s.preferredRate = random.Float64() * 0.01
+	s.shutdownRate = random.Float64() * 0.004
+	s.messageLossRate = random.Float64() * 0.03
+	if random.IntN(4) == 0 {
+		// Churn: leadership moves often, as in a rolling restart with
+		// preferred elections after it (the mailing-list thread, KAFKA-6880).
+		s.preferredRate = 0.02 + random.Float64()*0.05
+		s.shutdownRate = 0.005 + random.Float64()*0.02
+		s.partitionRate = 0.005 + random.Float64()*0.01
+		s.zombieRate = random.Float64() * 0.01
+	}
+	s.maxDelayTicks = 1 + random.Int64N(5)
+	s.syncRate = 1
+	if random.IntN(2) == 0 {
+		s.syncRate = 0.05 + random.Float64()*0.5
+	}
+	if !s.flushAlways {
+		// With flush=never a power loss may lose acknowledged writes by
+		// design; only process crashes, which keep the page cache.
+		s.powerLossShare, s.totalPowerLoss = 0, 0
+	}
+	return s
+}
+
+func (s shape) String() string {
+	flush := "never"
+	if s.flushAlways {
+		flush = "always"
+	}
+	return fmt.Sprintf("%d brokers, %d partitions, rf %d, min.insync %d, flush=%s, %d producers, %d consumers",
+		s.brokers, s.partitions, s.replicationFactor, s.minInsyncReplicas, flush, s.producers, s.consumers)
+}
+
+// Timing, in ticks (a tick is a virtual 10 ms).
+const (
+	defaultRunTicks        = 3000
+	defaultHealTicks       = 3000
+	heartbeatTicks         = 5
+	sessionTimeoutTicks    = 60
+	replicaLagTicks        = 100
+	fetchRetryTicks        = 20
+	proposalRetryTicks     = 40
+	produceTimeoutTicks    = 300
+	registerRetryTicks     = 10
+	checkEveryTicks        = 50
+	maxMetadataPerAnswer   = 1 << 20
+	clientRequestLostTicks = 400
+)

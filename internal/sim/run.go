@@ -1,0 +1,285 @@
+package sim
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/replica"
+	"github.com/tidelog/tide/internal/rules"
+)
+
+// Stats counts what a run did.
+type Stats struct {
+	Ticks        int64
+	produces     int
+	acked        int
+	consumes     int
+	crashes      int
+	powerLosses  int
+	pauses       int
+	partitions   int
+	preferred    int
+	shutdowns    int
+	truncations  int
+	messagesLost int
+	zombies      int
+}
+
+// Faults returns the faults injected, by kind.
+func (s Stats) Faults() map[string]int {
+	return map[string]int{
+		"crash": s.crashes, "power-loss": s.powerLosses, "pause": s.pauses, "partition": s.partitions,
+		"preferred-election": s.preferred, "controlled-shutdown": s.shutdowns, "message-lost": s.messagesLost,
+		"zombie": s.zombies,
+	}
+}
+
+// Result is what one seed did.
+type Result struct {
+	Seed      uint64
+	Shape     string
+	Stats     Stats
+	Acked     int
+	Violation *Violation
+	// Trace is the last events of the run; Hash digests the whole run, so
+	// two runs of a seed can be compared.
+	Trace []string
+	Hash  uint64
+}
+
+// Run simulates one seed. It is a pure function of its options: the same
+// seed gives the same trace and hash.
+func Run(options Options) (result Result) {
+	w := newWorld(options)
+	result = Result{Seed: options.Seed, Shape: w.shape.String()}
+	defer func() {
+		if recovered := recover(); recovered != nil {
+			w.checker.fail(InvariantReplicaViolation, "panic: %v", recovered)
+			result = w.result(result)
+		}
+	}()
+	w.run(w.options.RunTicks, w.options.HealTicks)
+	return w.result(result)
+}
+
+// newWorld draws a seed's cluster and fault model.
+func newWorld(options Options) *world {
+	if options.RunTicks == 0 {
+		options.RunTicks = defaultRunTicks
+	}
+	if options.HealTicks == 0 {
+		options.HealTicks = defaultHealTicks
+	}
+	if options.TraceLines == 0 {
+		options.TraceLines = 80
+	}
+	random := rand.New(rand.NewPCG(options.Seed, 0x74696465_73696d))
+	w := &world{options: options, random: random, shape: drawShape(random), traceLog: newTraceLog(options.TraceLines)}
+	for _, rule := range options.Legacy {
+		w.rules = w.rules.Without(rule)
+	}
+	w.network = newNetwork(w)
+	w.controller = newController(w)
+	w.checker = newChecker(w)
+	w.workload = newWorkload(w)
+	w.trace("seed %d: %s; %s", options.Seed, w.shape, w.rules)
+	return w
+}
+
+func (w *world) result(result Result) Result {
+	result.Stats = w.stats
+	result.Stats.Ticks = w.now
+	result.Acked = w.stats.acked
+	result.Violation = w.checker.violation
+	result.Trace = w.traceLog.lines()
+	result.Hash = w.traceLog.hash.Sum64()
+	return result
+}
+
+func (w *world) run(runTicks, healTicks int64) {
+	for i := 0; i < w.shape.brokers; i++ {
+		b := &brokerProcess{id: metadata.BrokerID(i + 1), disk: disk.NewMem(), cleanEpoch: metadata.NoBrokerEpoch}
+		w.brokers = append(w.brokers, b)
+		w.startBroker(b)
+	}
+	topicCreated := false
+	for w.now < runTicks && w.checker.violation == nil {
+		if !topicCreated && w.now >= 20 {
+			topicCreated = w.controller.createTopic("events")
+		}
+		w.tick(topicCreated, true)
+	}
+	if w.checker.violation != nil {
+		return
+	}
+	w.heal(healTicks)
+}
+
+// tick advances the world by one tick.
+func (w *world) tick(workload, faults bool) {
+	w.now++
+	if faults {
+		w.injectFaults()
+	}
+	if workload {
+		w.workload.tick()
+	}
+	for _, m := range w.network.due() {
+		w.dispatch(m)
+	}
+	for _, b := range w.brokers {
+		w.stepBroker(b)
+	}
+	w.controller.tick()
+	w.checker.step()
+	w.traceLog.digest(w)
+}
+
+// dispatch delivers a message to its destination.
+func (w *world) dispatch(m *message) {
+	switch {
+	case m.to == controllerAddress:
+		w.controller.handle(m)
+	case m.to > 0:
+		w.deliver(w.broker(metadata.BrokerID(m.to)), m)
+	default:
+		w.workload.answered(m.to, m)
+	}
+}
+
+// heal ends every fault and gives the cluster time to converge: every
+// broker up, every partition led, its high watermark at its log end, every
+// replica back in the ISR. Then every acknowledged write must be on every
+// replica (invariants 1 and 6).
+func (w *world) heal(healTicks int64) {
+	w.trace("healing")
+	w.network.cut = map[link]bool{}
+	w.partitionsUntil = nil
+	for _, b := range w.brokers {
+		switch {
+		case b.paused:
+			w.resume(b)
+		case !b.up:
+			w.startBroker(b)
+			b.restartAt = 0
+		}
+	}
+	deadline := w.now + healTicks
+	quietFrom := w.now + healTicks/2
+	for w.now < deadline && w.checker.violation == nil {
+		w.tick(w.now < quietFrom, false)
+		if w.now >= quietFrom && w.converged() {
+			w.checker.checkLogs(true)
+			return
+		}
+	}
+	if w.checker.violation == nil {
+		w.checker.fail(InvariantNoRecovery, "the cluster did not converge within %d ticks of healing: %s", healTicks, w.unconverged())
+	}
+}
+
+// converged reports whether every partition has a leader whose high
+// watermark is at its log end, with every replica in the ISR and at the
+// same log end.
+func (w *world) converged() bool { return w.unconverged() == "" }
+
+func (w *world) unconverged() string {
+	for _, state := range w.controller.image.Partitions() {
+		if w.allowedOffline(state) {
+			continue
+		}
+		if state.Leader == metadata.NoBroker {
+			return fmt.Sprintf("%s has no leader", state.TopicPartition)
+		}
+		if len(state.ISR) != len(state.Replicas) {
+			return fmt.Sprintf("%s has ISR %v of replicas %v", state.TopicPartition, state.ISR, state.Replicas)
+		}
+		leader := w.broker(state.Leader)
+		if leader.node == nil {
+			return fmt.Sprintf("%s: leader b%d is not running", state.TopicPartition, state.Leader)
+		}
+		r, _, ok := leader.node.Replica(state.TopicPartition)
+		if !ok || r.Role() != replica.Leader || r.HighWatermark() != r.LogEndOffset() {
+			return fmt.Sprintf("%s: leader b%d has not committed its log", state.TopicPartition, state.Leader)
+		}
+		for _, id := range state.Replicas {
+			b := w.broker(id)
+			if b.node == nil {
+				return fmt.Sprintf("%s: b%d is not running", state.TopicPartition, id)
+			}
+			follower, _, ok := b.node.Replica(state.TopicPartition)
+			if !ok || follower.LogEndOffset() != r.LogEndOffset() {
+				return fmt.Sprintf("%s: b%d has not caught up", state.TopicPartition, id)
+			}
+		}
+	}
+	return ""
+}
+
+// allowedOffline reports a partition left without any replica eligible to
+// lead, which flush=never allows: a crash there may lose acknowledged
+// records, so a broker restarting after one cannot vouch for its log, and
+// once every eligible replica has, the partition stays offline until an
+// operator allows an unclean election (KIP-966).
+func (w *world) allowedOffline(state metadata.PartitionState) bool {
+	return !w.shape.flushAlways && state.Leader == metadata.NoBroker && len(state.ISR) == 0 && len(state.ELR) == 0
+}
+
+// traceLog keeps the last events of a run and a digest of all of them.
+type traceLog struct {
+	limit  int
+	events []string
+	hash   interface{ Sum64() uint64 }
+	writer interface{ Write([]byte) (int, error) }
+}
+
+func newTraceLog(limit int) *traceLog {
+	h := fnv.New64a()
+	return &traceLog{limit: limit, hash: h, writer: h}
+}
+
+func (t *traceLog) add(tick int64, event string) {
+	line := fmt.Sprintf("%6d  %s", tick, event)
+	t.writer.Write([]byte(line))
+	t.events = append(t.events, line)
+	if len(t.events) > 4*t.limit {
+		t.events = append([]string(nil), t.events[len(t.events)-t.limit:]...)
+	}
+}
+
+func (t *traceLog) lines() []string {
+	return append([]string(nil), t.events[max(0, len(t.events)-t.limit):]...)
+}
+
+// digest folds every replica's offsets into the run's hash each tick, so a
+// determinism test compares whole runs, not only their events.
+func (t *traceLog) digest(w *world) {
+	var b strings.Builder
+	for _, broker := range w.brokers {
+		if broker.node == nil {
+			continue
+		}
+		for _, tp := range broker.node.Partitions() {
+			r, _, _ := broker.node.Replica(tp)
+			fmt.Fprintf(&b, "%d:%s:%d:%d:%d;", broker.id, tp, r.LogEndOffset(), r.HighWatermark(), r.State().LeaderEpoch)
+		}
+	}
+	t.writer.Write([]byte(b.String()))
+}
+
+// ParseLegacy parses rule names, for the command line.
+func ParseLegacy(names []string) ([]rules.Rule, error) {
+	var list []rules.Rule
+	for _, name := range names {
+		rule, err := rules.Parse(name)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, rule)
+	}
+	return list, nil
+}

@@ -1,0 +1,150 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/record"
+)
+
+var seeds = flag.Int("seeds", 200, "how many seeds TestSeeds runs")
+
+// TestSeeds runs seeded simulations with every rule on: none may break an
+// invariant.
+func TestSeeds(t *testing.T) {
+	count := *seeds
+	if testing.Short() {
+		count = 50
+	}
+	for seed := 1; seed <= count; seed++ {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel()
+			result := Run(Options{Seed: uint64(seed)})
+			if result.Violation != nil {
+				t.Fatalf("%s\n%s\n%s", result.Shape, result.Violation, strings.Join(result.Trace, "\n"))
+			}
+		})
+	}
+}
+
+// The same seed gives the same run, byte for byte; another seed another.
+func TestSameSeedSameRun(t *testing.T) {
+	first, second := Run(Options{Seed: 42, Detail: true}), Run(Options{Seed: 42, Detail: true})
+	if first.Hash != second.Hash || strings.Join(first.Trace, "\n") != strings.Join(second.Trace, "\n") {
+		t.Fatalf("seed 42 ran differently twice: %x and %x", first.Hash, second.Hash)
+	}
+	if other := Run(Options{Seed: 43}); other.Hash == first.Hash {
+		t.Fatalf("seeds 42 and 43 gave the same run")
+	}
+}
+
+// runUntil runs a seed's world until condition holds, with faults off so
+// the cluster makes progress.
+func runUntil(t *testing.T, seed uint64, condition func(*world) bool) *world {
+	t.Helper()
+	w := newWorld(Options{Seed: seed})
+	for i := 0; i < w.shape.brokers; i++ {
+		b := &brokerProcess{id: metadata.BrokerID(i + 1), disk: disk.NewMem(), cleanEpoch: metadata.NoBrokerEpoch}
+		w.brokers = append(w.brokers, b)
+		w.startBroker(b)
+	}
+	created := false
+	for w.now < 5000 {
+		if !created && w.now >= 20 {
+			created = w.controller.createTopic("events")
+		}
+		w.tick(created, false)
+		if created && condition(w) {
+			return w
+		}
+	}
+	t.Fatal("the condition never held")
+	return nil
+}
+
+func requireViolation(t *testing.T, w *world, invariant string) {
+	t.Helper()
+	if w.checker.violation == nil || w.checker.violation.Invariant != invariant {
+		t.Fatalf("want a %s violation, got %v", invariant, w.checker.violation)
+	}
+	t.Log(w.checker.violation)
+}
+
+// Each invariant's check is shown catching a violation made by hand: a
+// checker that cannot fail proves nothing.
+func TestCheckerCatchesAckedWriteLost(t *testing.T) {
+	w := runUntil(t, 7, func(w *world) bool {
+		return w.stats.acked > 3 && w.checker.violation == nil && len(w.checker.acked) > 0
+	})
+	for tp := range w.checker.acked {
+		state, _ := w.controller.image.Partition(tp)
+		if _, log, ok := w.broker(state.Leader).node.Replica(tp); ok {
+			if _, err := log.TruncateTo(0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w.checker.checkLogs(false)
+	requireViolation(t, w, InvariantAckedWriteLost)
+}
+
+func TestCheckerCatchesHighWatermarkGoingBack(t *testing.T) {
+	w := newWorld(Options{Seed: 1})
+	tp := metadata.TopicPartition{Topic: "events"}
+	w.checker.observeHighWatermark(clientAddress(0), tp, 10, "a test")
+	w.checker.observeHighWatermark(clientAddress(1), tp, 5, "a test") // another client: fine
+	if w.checker.violation != nil {
+		t.Fatalf("clients are independent: %v", w.checker.violation)
+	}
+	w.checker.observeHighWatermark(clientAddress(0), tp, 9, "a test")
+	requireViolation(t, w, InvariantHighWatermarkBack)
+}
+
+func TestCheckerCatchesPrefixDisagreement(t *testing.T) {
+	w := newWorld(Options{Seed: 1})
+	a := liveLog{broker: 1, highWatermark: 20, batches: map[record.Offset]batchID{0: {0, 10, 1, 100}, 10: {10, 20, 2, 100}}, offsets: []record.Offset{0, 10}}
+	b := liveLog{broker: 2, highWatermark: 20, batches: map[record.Offset]batchID{0: {0, 10, 1, 100}, 10: {10, 20, 3, 100}}, offsets: []record.Offset{0, 10}}
+	w.checker.checkAgreement(metadata.TopicPartition{Topic: "events"}, []liveLog{a, b})
+	requireViolation(t, w, InvariantPrefixesDisagree)
+}
+
+func TestCheckerCatchesTwoLeadersInOneEpoch(t *testing.T) {
+	w := runUntil(t, 3, func(w *world) bool { return len(w.checker.leaders) > 0 })
+	for key, leader := range w.checker.leaders {
+		w.checker.leaders[key] = leader + 100
+	}
+	w.checker.checkOneLeaderPerEpoch()
+	requireViolation(t, w, InvariantTwoLeadersOneEpoch)
+}
+
+func TestCheckerCatchesReadTakenBack(t *testing.T) {
+	w := newWorld(Options{Seed: 1})
+	batch := record.Build(record.BuildOptions{BaseOffset: 5, Records: []record.Record{{Value: []byte("x")}, {Value: []byte("y")}}})
+	w.checker.observeRead(metadata.TopicPartition{Topic: "events"}, batch, 6, 5)
+	requireViolation(t, w, InvariantReadTakenBack)
+}
+
+func TestCheckerCatchesNoRecovery(t *testing.T) {
+	w := runUntil(t, 5, func(w *world) bool { return w.now > 100 })
+	// A cut that healing does not remove: one broker stays unreachable.
+	id := w.brokers[0].id
+	w.heal(100)
+	w.checker.violation = nil
+	w.network.cut[link{brokerAddress(id), controllerAddress}] = true
+	w.network.cut[link{controllerAddress, brokerAddress(id)}] = true
+	w.crash(w.brokers[0], false)
+	w.brokers[0].restartAt = 1 << 60
+	deadline := w.now + 400
+	for w.now < deadline && w.checker.violation == nil {
+		w.tick(false, false)
+	}
+	if w.converged() {
+		t.Fatal("a cluster with a broker down converged")
+	}
+	w.checker.fail(InvariantNoRecovery, "%s", w.unconverged())
+	requireViolation(t, w, InvariantNoRecovery)
+}
