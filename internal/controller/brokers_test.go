@@ -89,6 +89,41 @@ func TestRegisterBrokerUncleanRestartLeavesELR(t *testing.T) {
 	}
 }
 
+// A broker that registered again but never got unfenced served nothing, so
+// the next incarnation may vouch for the log of the last one that served: a
+// broker that crashed before it heard its newest epoch can only name that
+// one. An epoch from before the last one that served is not vouching.
+func TestRegisterBrokerMayVouchForTheLastEpochThatServed(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		vouch func(served, unserved metadata.BrokerEpoch) metadata.BrokerEpoch
+		inELR bool
+	}{
+		{"the last epoch that served", func(served, _ metadata.BrokerEpoch) metadata.BrokerEpoch { return served }, true},
+		{"the registration that never served", func(_, unserved metadata.BrokerEpoch) metadata.BrokerEpoch { return unserved }, true},
+		{"an epoch before the one that served", func(served, _ metadata.BrokerEpoch) metadata.BrokerEpoch { return served - 1 }, false},
+		{"an epoch from the future", func(_, unserved metadata.BrokerEpoch) metadata.BrokerEpoch { return unserved + 1 }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cluster, _, restarted, _ := lastReplicaStanding(t)
+			served := cluster.epoch(restarted)
+			// A registration that never gets unfenced...
+			records, unserved, code, err := RegisterBroker(cluster.image, restarted, "never-served", served, cluster.image.Offset()+1)
+			cluster.must(records, code, err)
+			// ...then another incarnation vouching.
+			records, _, code, err = RegisterBroker(cluster.image, restarted, "restarted", c.vouch(served, unserved), cluster.image.Offset()+1)
+			cluster.must(records, code, err)
+			inELR := false
+			for _, id := range cluster.partition("orders", 0).ELR {
+				inELR = inELR || id == restarted
+			}
+			if inELR != c.inELR {
+				t.Errorf("in ELR=%t, want %t", inELR, c.inELR)
+			}
+		})
+	}
+}
+
 func TestHeartbeat(t *testing.T) {
 	c := newCluster(t)
 	c.register(1, 2)

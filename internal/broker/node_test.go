@@ -1,0 +1,116 @@
+package broker
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/record"
+	"github.com/tidelog/tide/internal/replica"
+)
+
+var orders = metadata.TopicPartition{Topic: "orders", Partition: 0}
+
+func newTestNode(t *testing.T, id metadata.BrokerID) *Node {
+	t.Helper()
+	return New(Config{
+		ID: id, FS: disk.NewMem(), Dir: "data", FlushAlways: true, SegmentBytes: 1 << 20, MaxBatchBytes: 1 << 16,
+		ReplicaLagTicks: 100, FetchRetryTicks: 10, ProposalRetryTicks: 10, MaxPendingProduces: 100,
+	}, 7)
+}
+
+// metadataFor is a metadata log creating brokers 1 and 2 and the topic
+// orders with one partition on both, led by leader in epoch 0.
+func metadataFor(leader metadata.BrokerID) []metadata.Entry {
+	records := []metadata.Record{
+		metadata.RegisterBroker{ID: 1, Epoch: 7, Incarnation: "one"},
+		metadata.RegisterBroker{ID: 2, Epoch: 7, Incarnation: "two"},
+		metadata.UnfenceBroker{ID: 1, Epoch: 7},
+		metadata.UnfenceBroker{ID: 2, Epoch: 7},
+		metadata.CreateTopic{Name: "orders", Config: metadata.TopicConfig{ReplicationFactor: 2, MinInsyncReplicas: 1},
+			Partitions: []metadata.PartitionState{{TopicPartition: orders, Replicas: []metadata.BrokerID{1, 2}, ISR: []metadata.BrokerID{1, 2},
+				Leader: leader, LeaderEpoch: 0, PartitionEpoch: 0}}},
+	}
+	entries := make([]metadata.Entry, len(records))
+	for i, rec := range records {
+		entries[i] = metadata.Entry{Offset: int64(i), Record: rec}
+	}
+	return entries
+}
+
+func TestNodeServesProduceAndFollowerFetch(t *testing.T) {
+	leader := newTestNode(t, 1)
+	if err := leader.ApplyMetadata(metadataFor(1)); err != nil {
+		t.Fatal(err)
+	}
+	r, log, ok := leader.Replica(orders)
+	if !ok || r.Role() != replica.Leader {
+		t.Fatalf("broker 1 should lead orders-0")
+	}
+	batch := record.Build(record.BuildOptions{Records: []record.Record{{Value: []byte("a")}, {Value: []byte("b")}}})
+	leader.HandleClient(ClientRequest{Client: 9, Partition: orders, Produce: &replica.ProduceRequest{ID: 42, Batches: batch, Acks: replica.AcksAll, TimeoutTicks: 100}})
+	if got := log.LogEndOffset(); got != 2 {
+		t.Fatalf("log end %d after producing two records", got)
+	}
+	leader.TakeOutbox()
+
+	// The follower fetches at 0: it gets the batch, read from the log.
+	leader.HandlePeer(2, PeerMessage{Partition: orders, Fetch: &replica.FetchRequest{ID: 1, ReplicaID: 2, ReplicaEpoch: 7, CurrentLeaderEpoch: 0, FetchOffset: 0, LastFetchedEpoch: record.NoLeaderEpoch, MaxBytes: 1 << 16}})
+	outbox := leader.TakeOutbox()
+	if len(outbox.Peers) != 1 || outbox.Peers[0].To != 2 || len(outbox.Peers[0].Message.FetchResponse.Records) == 0 {
+		t.Fatalf("fetch answer: %+v", outbox.Peers)
+	}
+	// Its next fetch at 2 commits the batch and answers the producer, under
+	// the producer's own request id.
+	leader.HandlePeer(2, PeerMessage{Partition: orders, Fetch: &replica.FetchRequest{ID: 2, ReplicaID: 2, ReplicaEpoch: 7, CurrentLeaderEpoch: 0, FetchOffset: 2, LastFetchedEpoch: 0, MaxBytes: 1 << 16}})
+	outbox = leader.TakeOutbox()
+	if len(outbox.Clients) != 1 || outbox.Clients[0].Client != 9 || outbox.Clients[0].Produce.ID != 42 || outbox.Clients[0].Produce.ErrorCode != 0 {
+		t.Fatalf("produce answer: %+v", outbox.Clients)
+	}
+}
+
+func TestNodeAnswersUnknownPartition(t *testing.T) {
+	node := newTestNode(t, 1)
+	node.HandleClient(ClientRequest{Client: 3, Partition: orders, ListOffsets: &replica.ListOffsetsRequest{Timestamp: replica.LatestTimestamp}})
+	outbox := node.TakeOutbox()
+	if len(outbox.Clients) != 1 || outbox.Clients[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("answer for an unknown partition: %+v", outbox.Clients)
+	}
+}
+
+// A broker catching up on the metadata log hands its replicas only the
+// state the batch leaves: it must not re-live a leadership of its past.
+func TestNodePublishesOnlyTheFinalState(t *testing.T) {
+	node := newTestNode(t, 1)
+	entries := metadataFor(1)
+	entries = append(entries, metadata.Entry{Offset: int64(len(entries)), Record: metadata.PartitionChange{
+		TopicPartition: orders, Leader: 2, ISR: []metadata.BrokerID{2, 1}, LeaderEpoch: 1, PartitionEpoch: 1,
+	}})
+	if err := node.ApplyMetadata(entries); err != nil {
+		t.Fatal(err)
+	}
+	r, log, _ := node.Replica(orders)
+	if r.Role() != replica.Follower || r.State().LeaderEpoch != 1 {
+		t.Fatalf("role %s in epoch %d, want a follower in epoch 1", r.Role(), r.State().LeaderEpoch)
+	}
+	if epochs := log.Epochs(); len(epochs) != 0 {
+		t.Fatalf("the broker led epoch 0 on its way to epoch 1: epochs %v", epochs)
+	}
+	if node.MetadataOffset() != int64(len(entries)-1) {
+		t.Fatalf("metadata offset %d", node.MetadataOffset())
+	}
+	// Entries already applied are skipped when sent again.
+	if err := node.ApplyMetadata(entries); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNodeRefusesOutOfOrderMetadata(t *testing.T) {
+	node := newTestNode(t, 1)
+	entries := metadataFor(1)
+	if err := node.ApplyMetadata(entries[2:]); err == nil {
+		t.Fatal("metadata with a gap was applied")
+	}
+}
