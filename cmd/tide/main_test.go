@@ -91,3 +91,21 @@ func TestSimCommand(t *testing.T) {
 		t.Fatalf("tide sim --seed 5 --json: %v\n%s", err, out)
 	}
 }
+
+func TestScenarioCommand(t *testing.T) {
+	out, err := run("scenario", "list")
+	if err != nil || !strings.Contains(out, "kafka-7128") || !strings.Contains(out, "kafka-1211") {
+		t.Fatalf("scenario list: %v\n%s", err, out)
+	}
+	out, err = run("scenario", "run", "kafka-7128")
+	if err != nil || !strings.Contains(out, "verdict: safe") || !strings.Contains(out, "r2: [hw=5, leo=10]") {
+		t.Fatalf("scenario run kafka-7128: %v\n%s", err, out)
+	}
+	out, err = run("scenario", "run", "kafka-7128", "--legacy")
+	if err == nil || exitCode(err) != 1 || !strings.Contains(out, "verdict: committed offsets 5..9 lost") {
+		t.Fatalf("scenario run kafka-7128 --legacy: %v\n%s", err, out)
+	}
+	if _, err := run("scenario", "run", "no-such-seed"); err == nil || exitCode(err) != 2 {
+		t.Fatalf("an unknown scenario must be a usage error: %v", err)
+	}
+}

@@ -32,7 +32,7 @@ func newRootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see 'tide %s --help')", err, cmd.Name())}
 	})
-	root.AddCommand(newVersionCommand(), newLogCommand(), newSimCommand())
+	root.AddCommand(newVersionCommand(), newLogCommand(), newSimCommand(), newScenarioCommand())
 	return root
 }
 

@@ -343,6 +343,19 @@ func containsBroker(list []metadata.BrokerID, id metadata.BrokerID) bool {
 	return slices.Contains(list, id)
 }
 
+// FollowerLogEndOffset is, on a leader, how far it knows a follower has the
+// log in this epoch; false until the follower has fetched in it.
+func (r *Replica) FollowerLogEndOffset(id metadata.BrokerID) (record.Offset, bool) {
+	if r.role != Leader {
+		return 0, false
+	}
+	progress, ok := r.leader.followers[id]
+	if !ok || progress.logEndOffset < 0 {
+		return 0, false
+	}
+	return progress.logEndOffset, true
+}
+
 // Debug describes the replica's internal state, for debugging.
 func (r *Replica) Debug() string {
 	return fmt.Sprintf("leader{%s pending=%v} follower{%s}", r.leader.String(), r.leader.pending, r.follower.String())

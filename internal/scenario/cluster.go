@@ -1,7 +1,8 @@
-package replica
+package scenario
 
 import (
 	"fmt"
+	"github.com/tidelog/tide/internal/replica"
 	"slices"
 	"sort"
 	"strings"
@@ -23,7 +24,7 @@ var testPartition = metadata.TopicPartition{Topic: "t", Partition: 0}
 // as a test says, and a controller that owns the partition state, elects
 // leaders as told and compare-and-sets ISR changes.
 type cluster struct {
-	config   Config
+	config   replica.Config
 	autoSync bool
 	brokers  map[metadata.BrokerID]*testBroker
 	state    metadata.PartitionState
@@ -45,7 +46,7 @@ type cluster struct {
 type testBroker struct {
 	id          metadata.BrokerID
 	epoch       metadata.BrokerEpoch
-	replica     *Replica
+	replica     *replica.Replica
 	log         *memLog
 	alive       bool
 	pendingSync bool
@@ -54,12 +55,12 @@ type testBroker struct {
 // envelope is a message in flight. Exactly one payload is set.
 type envelope struct {
 	from, to       metadata.BrokerID
-	fetch          *FetchRequest
-	fetchResponse  *FetchResponse
-	offsets        *OffsetsForLeaderEpochRequest
-	offsetsAnswer  *OffsetsForLeaderEpochAnswer
-	proposal       *ISRChange
-	alterResponse  *AlterPartitionResponse
+	fetch          *replica.FetchRequest
+	fetchResponse  *replica.FetchResponse
+	offsets        *replica.OffsetsForLeaderEpochRequest
+	offsetsAnswer  *replica.OffsetsForLeaderEpochAnswer
+	proposal       *replica.ISRChange
+	alterResponse  *replica.AlterPartitionResponse
 	partitionState *metadata.PartitionState
 }
 
@@ -92,7 +93,7 @@ func (e envelope) String() string {
 	return fmt.Sprintf("controller->%d metadata leader=%d epoch=%d isr=%v", e.to, e.partitionState.Leader, e.partitionState.LeaderEpoch, e.partitionState.ISR)
 }
 
-func readEnd(r *FetchResponse) record.Offset {
+func readEnd(r *replica.FetchResponse) record.Offset {
 	end := r.ReadFrom
 	it := record.NewIterator(r.Records, record.Limits{MaxBatchBytes: 1 << 30})
 	for it.Next() {
@@ -106,7 +107,7 @@ type ackedBatch struct {
 	bytes      []byte
 }
 
-func newCluster(brokers int, config Config) *cluster {
+func newCluster(brokers int, config replica.Config) *cluster {
 	c := &cluster{config: config, autoSync: true, brokers: map[metadata.BrokerID]*testBroker{}, produced: map[uint64]int16{}}
 	c.state = metadata.PartitionState{TopicPartition: testPartition, Leader: metadata.NoBroker, LeaderEpoch: -1, PartitionEpoch: -1}
 	for id := metadata.BrokerID(1); id <= metadata.BrokerID(brokers); id++ {
@@ -124,7 +125,7 @@ func (c *cluster) start(id metadata.BrokerID) {
 	b.alive = true
 	config := c.config
 	config.Broker, config.Partition = id, testPartition
-	replica, err := New(config, b.log.state())
+	replica, err := replica.New(config, b.log.state())
 	if err != nil {
 		panic(err)
 	}
@@ -215,11 +216,11 @@ func (c *cluster) idleFetch(e envelope) bool {
 		return false
 	}
 	leader, follower := c.brokers[e.to], c.brokers[e.from]
-	if !leader.alive || leader.replica.Role() != Leader || (e.fetch.CurrentLeaderEpoch != record.NoLeaderEpoch && e.fetch.CurrentLeaderEpoch != leader.replica.State().LeaderEpoch) {
+	if !leader.alive || leader.replica.Role() != replica.Leader || (e.fetch.CurrentLeaderEpoch != record.NoLeaderEpoch && e.fetch.CurrentLeaderEpoch != leader.replica.State().LeaderEpoch) {
 		return false
 	}
-	progress, ok := leader.replica.leader.followers[e.from]
-	return ok && progress.logEndOffset == e.fetch.FetchOffset && e.fetch.FetchOffset == leader.replica.LogEndOffset() &&
+	known, ok := leader.replica.FollowerLogEndOffset(e.from)
+	return ok && known == e.fetch.FetchOffset && e.fetch.FetchOffset == leader.replica.LogEndOffset() &&
 		follower.replica.HighWatermark() == leader.replica.HighWatermark()
 }
 
@@ -265,8 +266,8 @@ func (c *cluster) handle(e envelope) {
 
 // handleProposal is the controller's AlterPartition: compare-and-set on the
 // partition epoch, and only live brokers may join (KIP-497, KIP-841).
-func (c *cluster) handleProposal(from metadata.BrokerID, change ISRChange) {
-	response := AlterPartitionResponse{Request: change}
+func (c *cluster) handleProposal(from metadata.BrokerID, change replica.ISRChange) {
+	response := replica.AlterPartitionResponse{Request: change}
 	switch {
 	case change.Leader != c.state.Leader || change.LeaderEpoch != c.state.LeaderEpoch:
 		response.ErrorCode = kerr.FencedLeaderEpoch.Code
@@ -292,10 +293,10 @@ func (c *cluster) handleProposal(from metadata.BrokerID, change ISRChange) {
 	c.send(envelope{from: controllerID, to: from, alterResponse: &response})
 }
 
-// process carries out a broker's Ready until there is none.
+// process carries out a broker's replica.Ready until there is none.
 func (c *cluster) process(id metadata.BrokerID) { c.processFor(id, -1) }
 
-// processFor carries out a broker's Ready; fetch answers go to requester.
+// processFor carries out a broker's replica.Ready; fetch answers go to requester.
 func (c *cluster) processFor(id, requester metadata.BrokerID) {
 	b := c.brokers[id]
 	for b.alive && b.replica.HasReady() {
@@ -338,7 +339,7 @@ func (c *cluster) sync(id metadata.BrokerID) {
 	b.replica.Synced(b.log.durable)
 }
 
-func (c *cluster) route(id, requester metadata.BrokerID, answer Answer) {
+func (c *cluster) route(id, requester metadata.BrokerID, answer replica.Answer) {
 	b := c.brokers[id]
 	switch {
 	case answer.Fetch != nil && requester > 0:
@@ -382,7 +383,7 @@ func (c *cluster) observeHighWatermark(offset record.Offset) {
 	c.observedHighWatermark = max(c.observedHighWatermark, offset)
 }
 
-func (c *cluster) recordProduceAnswer(id metadata.BrokerID, answer ProduceAnswer) {
+func (c *cluster) recordProduceAnswer(id metadata.BrokerID, answer replica.ProduceAnswer) {
 	acks := c.produced[answer.ID]
 	delete(c.produced, answer.ID)
 	text := fmt.Sprintf("produce %d answered by %d: ", answer.ID, id)
@@ -391,7 +392,7 @@ func (c *cluster) recordProduceAnswer(id metadata.BrokerID, answer ProduceAnswer
 		return
 	}
 	batch, _ := c.brokers[id].log.batchAt(answer.BaseOffset)
-	if acks == AcksAll {
+	if acks == replica.AcksAll {
 		// Only acks=all promises the write survives the leader.
 		c.acked = append(c.acked, ackedBatch{base: batch.header.BaseOffset, next: batch.header.NextOffset(), bytes: batch.bytes})
 	}
@@ -407,7 +408,7 @@ func (c *cluster) produce(id metadata.BrokerID, count int, acks int16) {
 	c.nextID++
 	batch := record.Build(record.BuildOptions{Records: records, LeaderEpoch: record.NoLeaderEpoch})
 	c.produced[c.nextID] = acks
-	c.brokers[id].replica.HandleProduce(ProduceRequest{ID: c.nextID, Batches: batch, Acks: acks, TimeoutTicks: 1000})
+	c.brokers[id].replica.HandleProduce(replica.ProduceRequest{ID: c.nextID, Batches: batch, Acks: acks, TimeoutTicks: 1000})
 	c.process(id)
 }
 
@@ -458,7 +459,7 @@ func (c *cluster) liveness() []string {
 	if !ok || !leader.alive {
 		return nil
 	}
-	if leader.replica.Role() != Leader || leader.replica.State().LeaderEpoch != c.state.LeaderEpoch {
+	if leader.replica.Role() != replica.Leader || leader.replica.State().LeaderEpoch != c.state.LeaderEpoch {
 		return []string{fmt.Sprintf("r%d, elected leader of epoch %d, acts as %s in epoch %d: the partition is stuck",
 			leader.id, c.state.LeaderEpoch, leader.replica.Role(), leader.replica.State().LeaderEpoch)}
 	}
@@ -533,8 +534,8 @@ func leaderName(id metadata.BrokerID) string {
 }
 
 // legacyConfig is the replica configuration of the test cluster.
-func testConfig(flushAlways bool, legacy []rules.Rule) Config {
-	config := Config{
+func testConfig(flushAlways bool, legacy []rules.Rule) replica.Config {
+	config := replica.Config{
 		MinInsyncReplicas: 1, ReplicaLagTicks: 10, FetchRetryTicks: 3, ProposalRetryTicks: 5,
 		FlushAlways: flushAlways, MaxBatchBytes: 1 << 20, MaxPendingProduces: 1000,
 	}

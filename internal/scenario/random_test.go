@@ -1,8 +1,9 @@
-package replica
+package scenario
 
 import (
 	"flag"
 	"fmt"
+	"github.com/tidelog/tide/internal/replica"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -98,7 +99,7 @@ func (s *schedule) describeFailure(what string) string {
 	var views []string
 	for _, id := range s.c.ids() {
 		r := s.c.brokers[id].replica
-		views = append(views, fmt.Sprintf("r%d sees %s; leader view %s", id, r.State(), r.leader.String()))
+		views = append(views, fmt.Sprintf("r%d sees %s; %s", id, r.State(), r.Debug()))
 	}
 	return fmt.Sprintf("%s\nlast steps:\n  %s\nstate:\n%s%s", what, strings.Join(tail, "\n  "), s.c.describe(), strings.Join(views, "\n"))
 }
@@ -115,7 +116,7 @@ func (s *schedule) step() {
 	switch choice := s.random.IntN(100); {
 	case choice < 15:
 		id := s.randomBroker(true)
-		acks := []int16{AcksAll, AcksAll, AcksAll, AcksLeader}[s.random.IntN(4)]
+		acks := []int16{replica.AcksAll, replica.AcksAll, replica.AcksAll, replica.AcksLeader}[s.random.IntN(4)]
 		c.produce(id, 1+s.random.IntN(5), acks)
 		s.note("produce to %d acks=%d", id, acks)
 	case choice < 60:
@@ -141,12 +142,12 @@ func (s *schedule) step() {
 		s.controlledShutdown()
 	case choice < 96:
 		id := s.randomBroker(true)
-		c.brokers[id].replica.HandleListOffsets(ListOffsetsRequest{ReplicaID: ConsumerReplicaID, CurrentLeaderEpoch: record.NoLeaderEpoch, Timestamp: LatestTimestamp})
+		c.brokers[id].replica.HandleListOffsets(replica.ListOffsetsRequest{ReplicaID: replica.ConsumerReplicaID, CurrentLeaderEpoch: record.NoLeaderEpoch, Timestamp: replica.LatestTimestamp})
 		c.process(id)
 		s.note("list-offsets on %d", id)
 	default:
 		id := s.randomBroker(true)
-		c.brokers[id].replica.HandleFetch(FetchRequest{ReplicaID: ConsumerReplicaID, CurrentLeaderEpoch: record.NoLeaderEpoch, LastFetchedEpoch: record.NoLeaderEpoch, FetchOffset: c.brokers[id].replica.LogStartOffset(), MaxBytes: 1 << 20})
+		c.brokers[id].replica.HandleFetch(replica.FetchRequest{ReplicaID: replica.ConsumerReplicaID, CurrentLeaderEpoch: record.NoLeaderEpoch, LastFetchedEpoch: record.NoLeaderEpoch, FetchOffset: c.brokers[id].replica.LogStartOffset(), MaxBytes: 1 << 20})
 		c.process(id)
 		s.note("consume on %d", id)
 	}

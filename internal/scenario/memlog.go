@@ -1,8 +1,9 @@
-package replica
+package scenario
 
 import (
 	"bytes"
 	"fmt"
+	"github.com/tidelog/tide/internal/replica"
 
 	"github.com/tidelog/tide/internal/leaderepoch"
 	"github.com/tidelog/tide/internal/record"
@@ -31,14 +32,14 @@ func (l *memLog) end() record.Offset {
 	return l.batches[len(l.batches)-1].header.NextOffset()
 }
 
-func (l *memLog) state() LogState {
-	return LogState{LogStartOffset: l.start, LogEndOffset: l.end(), DurableEndOffset: l.durable, HighWatermark: l.hw, Epochs: l.epochs.Entries()}
+func (l *memLog) state() replica.LogState {
+	return replica.LogState{LogStartOffset: l.start, LogEndOffset: l.end(), DurableEndOffset: l.durable, HighWatermark: l.hw, Epochs: l.epochs.Entries()}
 }
 
 // apply carries out one log operation, checking it as commitlog would.
-func (l *memLog) apply(op LogOp) error {
+func (l *memLog) apply(op replica.LogOp) error {
 	switch op.Kind {
-	case Truncate:
+	case replica.Truncate:
 		keep := len(l.batches)
 		for keep > 0 && l.batches[keep-1].header.LastOffset() >= op.Offset {
 			keep--
@@ -47,12 +48,12 @@ func (l *memLog) apply(op LogOp) error {
 		l.epochs.TruncateFromEnd(l.end())
 		l.durable = min(l.durable, l.end())
 		l.hw = min(l.hw, l.end())
-	case TruncateFully:
+	case replica.TruncateFully:
 		l.batches, l.start, l.durable, l.hw = nil, op.Offset, op.Offset, op.Offset
 		l.epochs = leaderepoch.Cache{}
-	case AssignEpoch:
+	case replica.AssignEpoch:
 		l.epochs.Assign(op.Epoch, l.end())
-	case Append:
+	case replica.Append:
 		it := record.NewIterator(op.Batches, record.Limits{MaxBatchBytes: 1 << 30})
 		for it.Next() {
 			header := it.Header()

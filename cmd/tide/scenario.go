@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tidelog/tide/internal/scenario"
+)
+
+func newScenarioCommand() *cobra.Command {
+	command := &cobra.Command{
+		Use:   "scenario",
+		Short: "Replay the seed bugs step by step",
+		Long: `Replays each Kafka data-loss bug tide designs out (KAFKA-7128, KAFKA-6880,
+KAFKA-2334, KAFKA-4414, the KAFKA-1211 mailing-list thread, and a power loss
+with unsynced acks) step by step as its text tells it, printing the replica
+table the seed draws, and ending with a verdict. With --legacy the rule that
+prevents the failure is switched off, and the failure happens.`,
+	}
+	command.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List the scenarios",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, s := range scenario.List() {
+				fmt.Fprintf(cmd.OutOrStdout(), "%-14s %s\n", s.Name, s.Title)
+			}
+			return nil
+		},
+	})
+	var legacy bool
+	run := &cobra.Command{
+		Use:   "run NAME",
+		Short: "Replay one scenario; exit 0 when safe, 1 when the failure happened",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{fmt.Errorf("scenario run takes one scenario name (see 'tide scenario list')")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			verdict, safe, err := scenario.Replay(args[0], legacy, cmd.OutOrStdout())
+			if err != nil {
+				return usageError{err}
+			}
+			if !safe {
+				return fmt.Errorf("%s", verdict)
+			}
+			return nil
+		},
+	}
+	run.Flags().BoolVar(&legacy, "legacy", false, "switch off the rule that prevents this failure")
+	command.AddCommand(run)
+	return command
+}
