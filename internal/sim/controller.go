@@ -86,8 +86,12 @@ func (c *logicalController) handle(m *message) {
 			panic(fmt.Sprintf("register broker %d: %v", id, err))
 		}
 		c.append(records)
-		if code == 0 {
+		if code == 0 && len(records) > 0 {
+			// A retried registration of the same incarnation gets its epoch
+			// back and adds nothing: it must catch up to the first one.
 			c.registeredAt[id] = offset
+		}
+		if code == 0 {
 			c.lastHeartbeat[id] = c.w.now
 		}
 		c.w.network.send(&message{from: controllerAddress, to: m.from, registered: &registerAnswer{epoch: epoch, errorCode: code}})
