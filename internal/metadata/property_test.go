@@ -147,7 +147,8 @@ func randomBroker(random *rand.Rand) BrokerID { return BrokerID(random.IntN(5)) 
 // randomEpoch is usually the broker's registered epoch, sometimes one off.
 func randomEpoch(random *rand.Rand, img *Image, id BrokerID) BrokerEpoch {
 	broker, _ := img.Broker(id)
-	return broker.Epoch + BrokerEpoch(random.IntN(5)/4-random.IntN(5)/4)
+	up, down := random.IntN(5)/4, random.IntN(5)/4
+	return broker.Epoch + BrokerEpoch(up-down)
 }
 
 func randomRecord(random *rand.Rand, img *Image) Record {

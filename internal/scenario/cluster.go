@@ -319,9 +319,7 @@ func (c *cluster) processFor(id, requester metadata.BrokerID) {
 			copied := proposal
 			c.send(envelope{from: id, to: controllerID, proposal: &copied})
 		}
-		for _, violation := range ready.Violations {
-			c.failures = append(c.failures, violation)
-		}
+		c.failures = append(c.failures, ready.Violations...)
 		if ready.Sync {
 			b.pendingSync = true
 		}

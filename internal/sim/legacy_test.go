@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/tidelog/tide/internal/rules"
@@ -19,7 +18,7 @@ func TestEachLegacyRuleIsFound(t *testing.T) {
 			for seed := uint64(1); seed <= uint64(legacyBudget); seed++ {
 				result := Run(Options{Seed: seed, Legacy: []rules.Rule{rule}})
 				if result.Violation != nil {
-					t.Log(fmt.Sprintf("seed %d: %s", seed, result.Violation))
+					t.Logf("seed %d: %s", seed, result.Violation)
 					return
 				}
 			}

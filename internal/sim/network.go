@@ -77,35 +77,6 @@ type alterAnswer struct {
 	response  replica.AlterPartitionResponse
 }
 
-// kind names a message's payload, for traces.
-func (m *message) kind() string {
-	switch {
-	case m.peer != nil && m.peer.Fetch != nil:
-		return "fetch"
-	case m.peer != nil && m.peer.FetchResponse != nil:
-		return "fetch-response"
-	case m.peer != nil:
-		return "offsets-for-leader-epoch"
-	case m.clientRequest != nil:
-		return "client-request"
-	case m.clientAnswer != nil:
-		return "client-answer"
-	case m.register != nil:
-		return "register"
-	case m.registered != nil:
-		return "registered"
-	case m.heartbeat != nil:
-		return "heartbeat"
-	case m.metadata != nil:
-		return "metadata"
-	case m.alterPartition != nil:
-		return "alter-partition"
-	case m.alterAnswer != nil:
-		return "alter-partition-answer"
-	}
-	return "partition-state"
-}
-
 // queue orders messages by delivery time, then by send order.
 type queue []*message
 

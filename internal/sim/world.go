@@ -50,9 +50,8 @@ type brokerProcess struct {
 	// vouched says the running incarnation registered vouching for its log;
 	// with flush=never only such an incarnation's clean stop may vouch for
 	// the next one.
-	vouched          bool
-	shuttingDown     bool
-	heartbeatPending bool
+	vouched      bool
+	shuttingDown bool
 }
 
 func (w *world) trace(format string, args ...any) {
