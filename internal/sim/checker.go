@@ -56,7 +56,10 @@ type checker struct {
 	// so its observations come in the order they were served.
 	highestHighWatermark map[clientPartition]record.Offset
 	leaders              map[leaderKey]metadata.BrokerID
-	violation            *Violation
+	// lastAck is when each partition last had a write acknowledged with
+	// acks=all, for the liveness check.
+	lastAck   map[metadata.TopicPartition]int64
+	violation *Violation
 }
 
 type clientPartition struct {
@@ -73,6 +76,7 @@ func newChecker(w *world) *checker {
 	return &checker{
 		w: w, acked: map[metadata.TopicPartition][]batchID{}, read: map[metadata.TopicPartition]map[record.Offset]batchID{},
 		highestHighWatermark: map[clientPartition]record.Offset{}, leaders: map[leaderKey]metadata.BrokerID{},
+		lastAck: map[metadata.TopicPartition]int64{},
 	}
 }
 
@@ -128,6 +132,7 @@ func (c *checker) observeAck(tp metadata.TopicPartition, base record.Offset, bat
 	}
 	header.BaseOffset = base
 	c.acked[tp] = append(c.acked[tp], identify(header))
+	c.lastAck[tp] = c.w.now
 }
 
 // observeHighWatermark checks that no client ever sees a partition's high

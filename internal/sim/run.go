@@ -168,17 +168,33 @@ func (w *world) heal(healTicks int64) {
 			b.restartAt = 0
 		}
 	}
+	healedAt := w.now
 	deadline := w.now + healTicks
 	quietFrom := w.now + healTicks/2
 	for w.now < deadline && w.checker.violation == nil {
 		w.tick(w.now < quietFrom, false)
 		if w.now >= quietFrom && w.converged() {
+			w.checkProducedAfterHealing(healedAt)
 			w.checker.checkLogs(true)
 			return
 		}
 	}
 	if w.checker.violation == nil {
 		w.checker.fail(InvariantNoRecovery, "the cluster did not converge within %d ticks of healing: %s", healTicks, w.unconverged())
+	}
+}
+
+// checkProducedAfterHealing is the other half of invariant 6: once faults
+// heal, writes succeed again. Every partition must have had a write
+// acknowledged with acks=all since healing began.
+func (w *world) checkProducedAfterHealing(healedAt int64) {
+	for _, state := range w.controller.image.Partitions() {
+		if w.allowedOffline(state) {
+			continue
+		}
+		if w.checker.lastAck[state.TopicPartition] <= healedAt {
+			w.checker.fail(InvariantNoRecovery, "%s: no write was acknowledged in the %d ticks after healing", state.TopicPartition, w.now-healedAt)
+		}
 	}
 }
 

@@ -148,3 +148,11 @@ func TestCheckerCatchesNoRecovery(t *testing.T) {
 	w.checker.fail(InvariantNoRecovery, "%s", w.unconverged())
 	requireViolation(t, w, InvariantNoRecovery)
 }
+
+// Invariant 6 also asks that writes succeed once faults heal: a partition
+// with no acknowledged write since healing fails it.
+func TestCheckerCatchesNoWriteAfterHealing(t *testing.T) {
+	w := runUntil(t, 9, func(w *world) bool { return w.stats.acked > 0 })
+	w.checkProducedAfterHealing(w.now)
+	requireViolation(t, w, InvariantNoRecovery)
+}
