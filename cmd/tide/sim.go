@@ -26,6 +26,11 @@ type simOptions struct {
 	trace  string
 	json   bool
 	detail bool
+	// without and runTicks shape every run; shrink shrinks a failure.
+	without    []string
+	runTicks   int64
+	faultsFrom int64
+	shrink     bool
 }
 
 func newSimCommand() *cobra.Command {
@@ -58,6 +63,10 @@ prevents (rules: ` + ruleNames() + `).`,
 	flags.StringVar(&options.trace, "trace", "", "write the trace of a failing (or the single) seed to this file")
 	flags.BoolVar(&options.json, "json", false, "print one JSON object per seed and a JSON summary")
 	flags.BoolVar(&options.detail, "detail", false, "trace every append, fetch, high watermark and proposal")
+	flags.StringSliceVar(&options.without, "without", nil, "switch these kinds of fault off (kinds: "+faultKindNames()+")")
+	flags.Int64Var(&options.runTicks, "run-ticks", 0, "ticks of faults before healing (default 3000)")
+	flags.Int64Var(&options.faultsFrom, "faults-from", 0, "inject no fault before this tick")
+	flags.BoolVar(&options.shrink, "shrink", false, "on a failure, search for a smaller run that fails the same way")
 	return command
 }
 
@@ -69,26 +78,54 @@ func ruleNames() string {
 	return strings.Join(names, ", ")
 }
 
+func faultKindNames() string {
+	var names []string
+	for _, kind := range sim.FaultKinds() {
+		names = append(names, string(kind))
+	}
+	return strings.Join(names, ", ")
+}
+
+// runOptions are the options every seed of a run shares.
+func (o simOptions) runOptions() (sim.Options, error) {
+	legacy, err := sim.ParseLegacy(o.legacy)
+	if err != nil {
+		return sim.Options{}, err
+	}
+	without, err := sim.ParseFaultKinds(o.without)
+	if err != nil {
+		return sim.Options{}, err
+	}
+	if o.runTicks < 0 || o.faultsFrom < 0 {
+		return sim.Options{}, errors.New("--run-ticks and --faults-from must not be negative")
+	}
+	if o.seeds < 1 {
+		return sim.Options{}, errors.New("--seeds must be at least 1")
+	}
+	return sim.Options{Legacy: legacy, Without: without, RunTicks: o.runTicks, FaultsFrom: o.faultsFrom, TraceLines: 200, Detail: o.detail}, nil
+}
+
 func runSim(cmd *cobra.Command, options simOptions) error {
-	legacy, err := sim.ParseLegacy(options.legacy)
+	template, err := options.runOptions()
 	if err != nil {
 		return usageError{err}
-	}
-	if options.seeds < 1 {
-		return usageError{errors.New("--seeds must be at least 1")}
 	}
 	out := cmd.OutOrStdout()
 	if options.seed != 0 {
 		options.start, options.seeds = options.seed, 1
 	}
-	summary := runSeeds(options, legacy, out, cmd.ErrOrStderr())
+	summary := runSeeds(options, template, out, cmd.ErrOrStderr())
 	if options.seed != 0 && summary.failure == nil && !options.json {
 		fmt.Fprintln(out, strings.Join(summary.last.Trace, "\n"))
 	}
 	if options.json {
 		printJSONSummary(out, summary)
 	} else {
-		printSummary(out, options, summary)
+		printSummary(out, summary)
+	}
+	if summary.failure != nil && options.shrink {
+		shrunk := shrinkFailure(template, summary.failure, out, cmd.ErrOrStderr())
+		summary.failure = &shrunk
 	}
 	if summary.failure == nil {
 		if options.trace != "" && options.seed != 0 {
@@ -118,7 +155,7 @@ type simSummary struct {
 // runSeeds runs seeds on every core; each run is a pure function of its
 // seed, so the order they finish in changes nothing. It stops at the first
 // failure (the lowest failing seed among those run).
-func runSeeds(options simOptions, legacy []rules.Rule, out, progress io.Writer) simSummary {
+func runSeeds(options simOptions, template sim.Options, out, progress io.Writer) simSummary {
 	began := time.Now()
 	summary := simSummary{faults: map[string]int{}}
 	seeds := make(chan uint64)
@@ -129,7 +166,9 @@ func runSeeds(options simOptions, legacy []rules.Rule, out, progress io.Writer) 
 		go func() {
 			defer workers.Done()
 			for seed := range seeds {
-				results <- sim.Run(sim.Options{Seed: seed, Legacy: legacy, TraceLines: 200, Detail: options.detail})
+				run := template
+				run.Seed = seed
+				results <- sim.Run(run)
 			}
 		}()
 	}
@@ -178,7 +217,7 @@ func runSeeds(options simOptions, legacy []rules.Rule, out, progress io.Writer) 
 	return summary
 }
 
-func printSummary(out io.Writer, options simOptions, summary simSummary) {
+func printSummary(out io.Writer, summary simSummary) {
 	rate := float64(summary.seeds) / summary.elapsed.Seconds()
 	fmt.Fprintf(out, "%d seeds in %s (%.1f seeds/s), %d virtual ticks, %d writes acknowledged\n",
 		summary.seeds, summary.elapsed.Round(time.Millisecond), rate, summary.ticks, summary.acked)
@@ -198,15 +237,25 @@ func printSummary(out io.Writer, options simOptions, summary simSummary) {
 	}
 	failure := summary.failure
 	fmt.Fprintf(out, "violations: seed %d (%s)\n  %s\n\ntrace (last events):\n%s\n\nreproduce: %s\n",
-		failure.Seed, failure.Shape, failure.Violation, strings.Join(failure.Trace, "\n"), reproduceCommand(failure.Seed, options.legacy))
+		failure.Seed, failure.Shape, failure.Violation, strings.Join(failure.Trace, "\n"), failure.Options.Command())
 }
 
-func reproduceCommand(seed uint64, legacy []string) string {
-	command := fmt.Sprintf("go run ./cmd/tide sim --seed %d", seed)
-	for _, rule := range legacy {
-		command += " --legacy " + rule
-	}
-	return command
+// shrinkFailure searches for a smaller run that fails as the failure did,
+// telling how the search goes on progress, and prints what it found.
+func shrinkFailure(template sim.Options, failure *sim.Result, out, progress io.Writer) sim.Result {
+	failing := template
+	failing.Seed = failure.Seed
+	fmt.Fprintf(progress, "shrinking seed %d (%s)\n", failure.Seed, failure.Violation.Invariant)
+	_, shrunk := sim.Shrink(failing, func(tried sim.Options, result sim.Result) {
+		verdict := "passes"
+		if result.Violation != nil {
+			verdict = "fails: " + result.Violation.Invariant
+		}
+		fmt.Fprintf(progress, "  %s: %s\n", strings.TrimPrefix(tried.Command(), "go run ./cmd/tide sim "), verdict)
+	})
+	fmt.Fprintf(out, "\nshrunk: seed %d (%s)\n  %s\n\ntrace (last events):\n%s\n\nreproduce: %s\n",
+		shrunk.Seed, shrunk.Shape, shrunk.Violation, strings.Join(shrunk.Trace, "\n"), shrunk.Options.Command())
+	return shrunk
 }
 
 func seedJSON(result sim.Result) map[string]any {

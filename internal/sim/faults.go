@@ -12,28 +12,57 @@ func (w *world) injectFaults() {
 	s := w.shape
 	r := w.random
 	b := w.brokers[r.IntN(len(w.brokers))]
-	switch {
-	case r.Float64() < s.totalPowerLoss:
+	fault := w.drawFault()
+	if w.now < w.options.FaultsFrom {
+		// Drawn the same way, so the schedule after FaultsFrom stays close
+		// to the full run's, but not injected.
+		fault = ""
+	}
+	switch fault {
+	case "total-power-loss":
 		w.trace("every broker loses power")
 		for _, each := range w.brokers {
 			w.crash(each, true)
 		}
-	case r.Float64() < s.crashRate:
+	case FaultCrash:
 		w.crash(b, r.Float64() < s.powerLossShare)
-	case r.Float64() < s.pauseRate:
+	case FaultPause:
 		w.pause(b, 10+r.Int64N(3*sessionTimeoutTicks))
-	case r.Float64() < s.partitionRate:
+	case FaultPartition:
 		w.partition()
-	case r.Float64() < s.preferredRate:
+	case FaultPreferred:
 		w.stats.preferred++
 		w.trace("preferred leader election")
 		w.controller.electPreferred()
-	case r.Float64() < s.shutdownRate:
+	case FaultShutdown:
 		w.beginShutdown(b)
-	case r.Float64() < s.zombieRate:
+	case FaultZombie:
 		w.makeZombie()
 	}
 	w.healPartitions()
+}
+
+// drawFault draws whether a fault happens this tick, and which.
+func (w *world) drawFault() FaultKind {
+	s := w.shape
+	r := w.random
+	switch {
+	case r.Float64() < s.totalPowerLoss:
+		return "total-power-loss"
+	case r.Float64() < s.crashRate:
+		return FaultCrash
+	case r.Float64() < s.pauseRate:
+		return FaultPause
+	case r.Float64() < s.partitionRate:
+		return FaultPartition
+	case r.Float64() < s.preferredRate:
+		return FaultPreferred
+	case r.Float64() < s.shutdownRate:
+		return FaultShutdown
+	case r.Float64() < s.zombieRate:
+		return FaultZombie
+	}
+	return ""
 }
 
 // makeZombie composes the faults of KAFKA-6880: a follower is cut off from

@@ -120,7 +120,8 @@ func newNetwork(w *world) *network {
 // send puts a message on the network.
 func (n *network) send(m *message) {
 	l := link{m.from, m.to}
-	if n.cut[l] || (n.w.random.Float64() < n.w.shape.messageLossRate && m.from != controllerAddress && m.to != controllerAddress) {
+	if n.cut[l] || (n.w.random.Float64() < n.w.shape.messageLossRate && n.w.now >= n.w.options.FaultsFrom &&
+		m.from != controllerAddress && m.to != controllerAddress) {
 		n.w.stats.messagesLost++
 		return
 	}

@@ -24,6 +24,13 @@ type Options struct {
 	HealTicks int64
 	// TraceLines is how many trace events a failure keeps (default 80).
 	TraceLines int
+	// Without switches kinds of fault off (after the seed has drawn its
+	// shape, so the cluster stays the same): for shrinking a failure.
+	Without []FaultKind
+	// FaultsFrom is the first tick at which faults (and message losses) are
+	// injected; before it they are drawn as usual but not injected, and
+	// delays and slow disks stay as drawn: for shrinking a failure.
+	FaultsFrom int64
 	// Detail adds every replica's appends, fetches, high watermarks and
 	// proposals to the trace.
 	Detail bool

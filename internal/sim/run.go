@@ -33,14 +33,16 @@ type Stats struct {
 func (s Stats) Faults() map[string]int {
 	return map[string]int{
 		"crash": s.crashes, "power-loss": s.powerLosses, "pause": s.pauses, "partition": s.partitions,
-		"preferred-election": s.preferred, "controlled-shutdown": s.shutdowns, "message-lost": s.messagesLost,
+		"preferred-election": s.preferred, "controlled-shutdown": s.shutdowns, "message-loss": s.messagesLost,
 		"zombie": s.zombies,
 	}
 }
 
 // Result is what one seed did.
 type Result struct {
-	Seed      uint64
+	Seed uint64
+	// Options are the options of the run, with which Run reproduces it.
+	Options   Options
 	Shape     string
 	Stats     Stats
 	Acked     int
@@ -55,7 +57,7 @@ type Result struct {
 // seed gives the same trace and hash.
 func Run(options Options) (result Result) {
 	w := newWorld(options)
-	result = Result{Seed: options.Seed, Shape: w.shape.String()}
+	result = Result{Seed: options.Seed, Options: options, Shape: w.shape.String()}
 	defer func() {
 		if recovered := recover(); recovered != nil {
 			w.checker.fail(InvariantReplicaViolation, "panic: %v", recovered)
@@ -78,7 +80,7 @@ func newWorld(options Options) *world {
 		options.TraceLines = 80
 	}
 	random := rand.New(rand.NewPCG(options.Seed, 0x74696465_73696d))
-	w := &world{options: options, random: random, shape: drawShape(random), traceLog: newTraceLog(options.TraceLines)}
+	w := &world{options: options, random: random, shape: drawShape(random).without(options.Without), traceLog: newTraceLog(options.TraceLines)}
 	for _, rule := range options.Legacy {
 		w.rules = w.rules.Without(rule)
 	}
@@ -87,6 +89,9 @@ func newWorld(options Options) *world {
 	w.checker = newChecker(w)
 	w.workload = newWorkload(w)
 	w.trace("seed %d: %s; %s", options.Seed, w.shape, w.rules)
+	if len(options.Without) > 0 {
+		w.trace("without faults: %v", options.Without)
+	}
 	return w
 }
 

@@ -1,0 +1,48 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/tidelog/tide/internal/rules"
+)
+
+// A run without every kind of fault injects none, and one whose faults
+// start after its end injects none either.
+func TestWithoutSwitchesFaultsOff(t *testing.T) {
+	for _, options := range []Options{{Seed: 3, Without: FaultKinds()}, {Seed: 3, FaultsFrom: 1 << 40}} {
+		result := Run(options)
+		if result.Violation != nil {
+			t.Fatalf("%s: %s", options.Command(), result.Violation)
+		}
+		for kind, count := range result.Stats.Faults() {
+			if count != 0 {
+				t.Errorf("%s: %d faults of kind %s", options.Command(), count, kind)
+			}
+		}
+	}
+	if faults := Run(Options{Seed: 3}).Stats.Faults(); faults["crash"]+faults["partition"]+faults["message-loss"] == 0 {
+		t.Fatal("seed 3 injects no faults with every kind on: the test shows nothing")
+	}
+}
+
+// Shrink returns a run that fails the same way as the one it was given,
+// reproduced by its options, and no bigger.
+func TestShrinkKeepsTheFailure(t *testing.T) {
+	failing := Options{Seed: 1, Legacy: []rules.Rule{rules.EpochTruncation}}
+	original := Run(failing)
+	if original.Violation == nil {
+		t.Fatal("seed 1 with kafka-1211 off no longer fails: pick another seed")
+	}
+	shrunk, result := Shrink(failing, nil)
+	if result.Violation == nil || result.Violation.Invariant != original.Violation.Invariant {
+		t.Fatalf("shrunk run %s broke %v, want %s", shrunk.Command(), result.Violation, original.Violation.Invariant)
+	}
+	again := Run(shrunk)
+	if again.Violation == nil || again.Hash != result.Hash {
+		t.Fatalf("%s does not reproduce the shrunk run", shrunk.Command())
+	}
+	if shrunk.runTicks() > failing.runTicks() || len(shrunk.Without) == 0 && shrunk.RunTicks == 0 && shrunk.FaultsFrom == 0 {
+		t.Fatalf("nothing was shrunk: %s", shrunk.Command())
+	}
+	t.Logf("%s -> %s", failing.Command(), shrunk.Command())
+}
