@@ -25,6 +25,7 @@ var pure = []string{
 	"internal/leaderepoch",
 	"internal/record",
 	"internal/quorum",
+	"internal/codec",
 }
 
 // forbidden are imports a pure package may not use. time is allowed only for

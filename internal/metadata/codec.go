@@ -1,12 +1,11 @@
 package metadata
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 
+	"github.com/tidelog/tide/internal/codec"
 	"github.com/tidelog/tide/internal/record"
 )
 
@@ -14,13 +13,11 @@ import (
 // entry holds one batch of records) and snapshots the image as bytes; this
 // file is the one place that turns them into values and back.
 //
-// Format: a version byte, then varint-framed fields. A batch is its record
-// count and the records, each a type byte and its fields; an image is its
-// next offset, its brokers and its topics. Strings and lists carry their
-// length first. Every length is checked against what is left and against
-// the limits below before anything is allocated, so a corrupt or hostile
-// input gets an ErrCorrupt, never a panic or an allocation it did not pay
-// for with its own bytes.
+// Format: a version byte, then varint-framed fields (internal/codec). A
+// batch is its record count and the records, each a type byte and its
+// fields; an image is its next offset, its brokers and its topics. Strings
+// and lists carry their length first. A corrupt or hostile input gets an
+// ErrCorrupt, never a panic.
 
 // codecVersion is the first byte of every encoding.
 const codecVersion = 1
@@ -33,105 +30,103 @@ const (
 )
 
 // ErrCorrupt means bytes are not a valid encoding of records or an image.
-var ErrCorrupt = errors.New("metadata: corrupt encoding")
+var ErrCorrupt = codec.ErrCorrupt
 
 // Record type tags, stable on disk.
 const (
-	tagRegisterBroker          = 1
-	tagUnfenceBroker           = 2
-	tagFenceBroker             = 3
-	tagBeginControlledShutdown = 4
-	tagUnregisterBroker        = 5
-	tagCreateTopic             = 6
-	tagDeleteTopic             = 7
-	tagPartitionChange         = 8
+	tagRegisterBroker          byte = 1
+	tagUnfenceBroker                = 2
+	tagFenceBroker                  = 3
+	tagBeginControlledShutdown      = 4
+	tagUnregisterBroker             = 5
+	tagCreateTopic                  = 6
+	tagDeleteTopic                  = 7
+	tagPartitionChange              = 8
 )
 
 // EncodeRecords appends a batch of records to dst.
 func EncodeRecords(dst []byte, records []Record) []byte {
-	w := encoder{dst}
-	w.byte(codecVersion)
-	w.uvarint(uint64(len(records)))
+	e := &codec.Encoder{B: dst}
+	e.Byte(codecVersion)
+	e.Uvarint(uint64(len(records)))
 	for _, r := range records {
-		w.record(r)
+		AppendRecord(e, r)
 	}
-	return w.b
+	return e.B
 }
 
 // DecodeRecords reads a batch of records.
 func DecodeRecords(b []byte) ([]Record, error) {
-	r := decoder{b: b}
-	if version := r.byte(); version != codecVersion {
-		return nil, r.fail(fmt.Errorf("version %d", version))
+	d := codec.NewDecoder(b)
+	if version := d.Byte(); version != codecVersion {
+		return nil, d.Fail(fmt.Errorf("version %d", version))
 	}
-	count := r.length(1)
+	count := d.Length(1, len(b))
 	records := make([]Record, 0, count)
-	for i := 0; i < count && r.err == nil; i++ {
-		records = append(records, r.record())
+	for i := 0; i < count && d.Err() == nil; i++ {
+		records = append(records, ReadRecord(d))
 	}
-	return records, r.finish()
+	return records, d.Finish()
 }
 
-type encoder struct{ b []byte }
-
-func (w *encoder) byte(v byte)      { w.b = append(w.b, v) }
-func (w *encoder) uvarint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
-func (w *encoder) varint(v int64)   { w.b = binary.AppendVarint(w.b, v) }
-func (w *encoder) bool(v bool) {
-	if v {
-		w.byte(1)
-	} else {
-		w.byte(0)
-	}
-}
-func (w *encoder) string(v string)    { w.uvarint(uint64(len(v))); w.b = append(w.b, v...) }
-func (w *encoder) broker(id BrokerID) { w.varint(int64(id)) }
-
-func (w *encoder) brokers(ids []BrokerID) {
-	// A nil list (an unchanged assignment in PartitionChange) is told apart
-	// from an empty one.
+// AppendBrokers writes a list of broker ids; a nil list (an unchanged
+// assignment in PartitionChange) is told apart from an empty one.
+func AppendBrokers(e *codec.Encoder, ids []BrokerID) {
 	if ids == nil {
-		w.varint(-1)
+		e.Varint(-1)
 		return
 	}
-	w.varint(int64(len(ids)))
+	e.Varint(int64(len(ids)))
 	for _, id := range ids {
-		w.broker(id)
+		e.Varint(int64(id))
 	}
 }
 
-func (w *encoder) record(r Record) {
+// ReadBrokers reads what AppendBrokers wrote.
+func ReadBrokers(d *codec.Decoder) []BrokerID {
+	n := d.Varint()
+	switch {
+	case n == -1:
+		return nil
+	case n < 0 || n > maxReplicasPerSet || n > int64(len(d.B)):
+		d.Fail(fmt.Errorf("broker list of %d", n))
+		return nil
+	}
+	ids := make([]BrokerID, n)
+	for i := range ids {
+		ids[i] = BrokerID(d.Int32())
+	}
+	return ids
+}
+
+// AppendRecord writes one record, its type tag first.
+func AppendRecord(e *codec.Encoder, r Record) {
 	switch r := r.(type) {
 	case RegisterBroker:
-		w.byte(tagRegisterBroker)
-		w.brokerEpoch(r.ID, r.Epoch)
-		w.string(r.Incarnation)
+		appendBrokerEpoch(e, tagRegisterBroker, r.ID, r.Epoch)
+		e.String(r.Incarnation)
 	case UnfenceBroker:
-		w.byte(tagUnfenceBroker)
-		w.brokerEpoch(r.ID, r.Epoch)
+		appendBrokerEpoch(e, tagUnfenceBroker, r.ID, r.Epoch)
 	case FenceBroker:
-		w.byte(tagFenceBroker)
-		w.brokerEpoch(r.ID, r.Epoch)
+		appendBrokerEpoch(e, tagFenceBroker, r.ID, r.Epoch)
 	case BeginControlledShutdown:
-		w.byte(tagBeginControlledShutdown)
-		w.brokerEpoch(r.ID, r.Epoch)
+		appendBrokerEpoch(e, tagBeginControlledShutdown, r.ID, r.Epoch)
 	case UnregisterBroker:
-		w.byte(tagUnregisterBroker)
-		w.brokerEpoch(r.ID, r.Epoch)
+		appendBrokerEpoch(e, tagUnregisterBroker, r.ID, r.Epoch)
 	case CreateTopic:
-		w.byte(tagCreateTopic)
-		w.string(r.Name)
-		w.topicConfig(r.Config)
-		w.uvarint(uint64(len(r.Partitions)))
+		e.Byte(tagCreateTopic)
+		e.String(r.Name)
+		appendTopicConfig(e, r.Config)
+		e.Uvarint(uint64(len(r.Partitions)))
 		for _, p := range r.Partitions {
-			w.partitionState(p)
+			AppendPartitionState(e, p)
 		}
 	case DeleteTopic:
-		w.byte(tagDeleteTopic)
-		w.string(r.Name)
+		e.Byte(tagDeleteTopic)
+		e.String(r.Name)
 	case PartitionChange:
-		w.byte(tagPartitionChange)
-		w.partitionState(PartitionState{TopicPartition: r.TopicPartition, Replicas: r.Replicas, ISR: r.ISR, ELR: r.ELR,
+		e.Byte(tagPartitionChange)
+		AppendPartitionState(e, PartitionState{TopicPartition: r.TopicPartition, Replicas: r.Replicas, ISR: r.ISR, ELR: r.ELR,
 			Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch, LeaderRecoveryState: r.LeaderRecoveryState})
 	default:
 		// The record set is sealed: a type missing here is a programmer
@@ -140,201 +135,88 @@ func (w *encoder) record(r Record) {
 	}
 }
 
-func (w *encoder) brokerEpoch(id BrokerID, epoch BrokerEpoch) {
-	w.broker(id)
-	w.varint(int64(epoch))
+func appendBrokerEpoch(e *codec.Encoder, tag byte, id BrokerID, epoch BrokerEpoch) {
+	e.Byte(tag)
+	e.Varint(int64(id))
+	e.Varint(int64(epoch))
 }
 
-func (w *encoder) topicConfig(c TopicConfig) {
-	w.varint(int64(c.ReplicationFactor))
-	w.varint(int64(c.MinInsyncReplicas))
-	w.bool(c.UncleanLeaderElection)
+func appendTopicConfig(e *codec.Encoder, c TopicConfig) {
+	e.Varint(int64(c.ReplicationFactor))
+	e.Varint(int64(c.MinInsyncReplicas))
+	e.Bool(c.UncleanLeaderElection)
 }
 
-func (w *encoder) partitionState(p PartitionState) {
-	w.string(p.Topic)
-	w.varint(int64(p.Partition))
-	w.brokers(p.Replicas)
-	w.brokers(p.ISR)
-	w.brokers(p.ELR)
-	w.broker(p.Leader)
-	w.varint(int64(p.LeaderEpoch))
-	w.varint(int64(p.PartitionEpoch))
-	w.byte(byte(p.LeaderRecoveryState))
+// AppendPartitionState writes a partition's state.
+func AppendPartitionState(e *codec.Encoder, p PartitionState) {
+	e.String(p.Topic)
+	e.Varint(int64(p.Partition))
+	AppendBrokers(e, p.Replicas)
+	AppendBrokers(e, p.ISR)
+	AppendBrokers(e, p.ELR)
+	e.Varint(int64(p.Leader))
+	e.Varint(int64(p.LeaderEpoch))
+	e.Varint(int64(p.PartitionEpoch))
+	e.Byte(byte(p.LeaderRecoveryState))
 }
 
-// decoder reads an encoding; the first error sticks and every later read
-// returns a zero value, so decoding code reads straight through and checks
-// once at the end.
-type decoder struct {
-	b   []byte
-	err error
+func readBrokerEpoch(d *codec.Decoder) (BrokerID, BrokerEpoch) {
+	return BrokerID(d.Int32()), BrokerEpoch(d.Varint())
 }
 
-func (r *decoder) fail(err error) error {
-	if r.err == nil {
-		r.err = fmt.Errorf("%w: %v", ErrCorrupt, err)
-		r.b = nil
-	}
-	return r.err
-}
-
-func (r *decoder) finish() error {
-	if r.err == nil && len(r.b) != 0 {
-		r.fail(fmt.Errorf("%d bytes after the end", len(r.b)))
-	}
-	return r.err
-}
-
-func (r *decoder) byte() byte {
-	if len(r.b) < 1 {
-		r.fail(errors.New("truncated"))
-		return 0
-	}
-	v := r.b[0]
-	r.b = r.b[1:]
-	return v
-}
-
-func (r *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail(errors.New("bad varint"))
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *decoder) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail(errors.New("bad varint"))
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-// int32 reads a varint that must fit an int32.
-func (r *decoder) int32() int32 {
-	v := r.varint()
-	if v < math.MinInt32 || v > math.MaxInt32 {
-		r.fail(fmt.Errorf("%d does not fit 32 bits", v))
-		return 0
-	}
-	return int32(v)
-}
-
-// length reads a count of items each taking at least minBytes, refusing one
-// the remaining bytes cannot hold.
-func (r *decoder) length(minBytes int) int {
-	v := r.uvarint()
-	if v > uint64(len(r.b)/minBytes) {
-		r.fail(fmt.Errorf("length %d with %d bytes left", v, len(r.b)))
-		return 0
-	}
-	return int(v)
-}
-
-func (r *decoder) bool() bool {
-	switch r.byte() {
-	case 0:
-		return false
-	case 1:
-		return true
-	}
-	r.fail(errors.New("bad bool"))
-	return false
-}
-
-func (r *decoder) string() string {
-	n := r.length(1)
-	if n > maxNameBytes {
-		r.fail(fmt.Errorf("name of %d bytes", n))
-		return ""
-	}
-	v := string(r.b[:n])
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *decoder) broker() BrokerID { return BrokerID(r.int32()) }
-
-func (r *decoder) brokers() []BrokerID {
-	n := r.varint()
-	switch {
-	case n == -1:
-		return nil
-	case n < 0 || n > maxReplicasPerSet || n > int64(len(r.b)):
-		r.fail(fmt.Errorf("broker list of %d", n))
-		return nil
-	}
-	ids := make([]BrokerID, n)
-	for i := range ids {
-		ids[i] = r.broker()
-	}
-	return ids
-}
-
-func (r *decoder) brokerEpoch() (BrokerID, BrokerEpoch) {
-	return r.broker(), BrokerEpoch(r.varint())
-}
-
-func (r *decoder) record() Record {
-	switch tag := r.byte(); tag {
+// ReadRecord reads what AppendRecord wrote.
+func ReadRecord(d *codec.Decoder) Record {
+	switch tag := d.Byte(); tag {
 	case tagRegisterBroker:
-		id, epoch := r.brokerEpoch()
-		return RegisterBroker{ID: id, Epoch: epoch, Incarnation: r.string()}
+		id, epoch := readBrokerEpoch(d)
+		return RegisterBroker{ID: id, Epoch: epoch, Incarnation: d.String(maxNameBytes)}
 	case tagUnfenceBroker:
-		id, epoch := r.brokerEpoch()
+		id, epoch := readBrokerEpoch(d)
 		return UnfenceBroker{ID: id, Epoch: epoch}
 	case tagFenceBroker:
-		id, epoch := r.brokerEpoch()
+		id, epoch := readBrokerEpoch(d)
 		return FenceBroker{ID: id, Epoch: epoch}
 	case tagBeginControlledShutdown:
-		id, epoch := r.brokerEpoch()
+		id, epoch := readBrokerEpoch(d)
 		return BeginControlledShutdown{ID: id, Epoch: epoch}
 	case tagUnregisterBroker:
-		id, epoch := r.brokerEpoch()
+		id, epoch := readBrokerEpoch(d)
 		return UnregisterBroker{ID: id, Epoch: epoch}
 	case tagCreateTopic:
-		return r.createTopic()
+		return readCreateTopic(d)
 	case tagDeleteTopic:
-		return DeleteTopic{Name: r.string()}
+		return DeleteTopic{Name: d.String(maxNameBytes)}
 	case tagPartitionChange:
-		p := r.partitionState()
+		p := ReadPartitionState(d)
 		return PartitionChange{TopicPartition: p.TopicPartition, Leader: p.Leader, ISR: p.ISR, ELR: p.ELR, Replicas: p.Replicas,
 			LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, LeaderRecoveryState: p.LeaderRecoveryState}
 	default:
-		r.fail(fmt.Errorf("record type %d", tag))
+		d.Fail(fmt.Errorf("record type %d", tag))
 		return nil
 	}
 }
 
-func (r *decoder) createTopic() Record {
-	topic := CreateTopic{Name: r.string(), Config: r.topicConfig()}
-	n := r.length(1)
-	if n > maxPartitionsPerTopic {
-		r.fail(fmt.Errorf("%d partitions", n))
-	}
-	for i := 0; i < n && r.err == nil; i++ {
-		topic.Partitions = append(topic.Partitions, r.partitionState())
+func readCreateTopic(d *codec.Decoder) Record {
+	topic := CreateTopic{Name: d.String(maxNameBytes), Config: readTopicConfig(d)}
+	n := d.Length(1, maxPartitionsPerTopic)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		topic.Partitions = append(topic.Partitions, ReadPartitionState(d))
 	}
 	return topic
 }
 
-func (r *decoder) topicConfig() TopicConfig {
-	return TopicConfig{ReplicationFactor: int(r.int32()), MinInsyncReplicas: int(r.int32()), UncleanLeaderElection: r.bool()}
+func readTopicConfig(d *codec.Decoder) TopicConfig {
+	return TopicConfig{ReplicationFactor: int(d.Int32()), MinInsyncReplicas: int(d.Int32()), UncleanLeaderElection: d.Bool()}
 }
 
-func (r *decoder) partitionState() PartitionState {
-	p := PartitionState{TopicPartition: TopicPartition{Topic: r.string(), Partition: r.int32()}}
-	p.Replicas, p.ISR, p.ELR = r.brokers(), r.brokers(), r.brokers()
-	p.Leader = r.broker()
-	p.LeaderEpoch = record.LeaderEpoch(r.int32())
-	p.PartitionEpoch = PartitionEpoch(r.int32())
-	p.LeaderRecoveryState = LeaderRecoveryState(r.byte())
+// ReadPartitionState reads what AppendPartitionState wrote.
+func ReadPartitionState(d *codec.Decoder) PartitionState {
+	p := PartitionState{TopicPartition: TopicPartition{Topic: d.String(maxNameBytes), Partition: d.Int32()}}
+	p.Replicas, p.ISR, p.ELR = ReadBrokers(d), ReadBrokers(d), ReadBrokers(d)
+	p.Leader = BrokerID(d.Int32())
+	p.LeaderEpoch = record.LeaderEpoch(d.Int32())
+	p.PartitionEpoch = PartitionEpoch(d.Int32())
+	p.LeaderRecoveryState = LeaderRecoveryState(d.Byte())
 	return p
 }
 
@@ -342,60 +224,61 @@ func (r *decoder) partitionState() PartitionState {
 // writes into a raft snapshot, and what a broker too far behind the
 // metadata log loads instead of the records it missed.
 func EncodeImage(dst []byte, img *Image) []byte {
-	w := encoder{dst}
-	w.byte(codecVersion)
-	w.varint(img.nextOffset)
+	e := &codec.Encoder{B: dst}
+	e.Byte(codecVersion)
+	e.Varint(img.nextOffset)
 	ids := img.brokerIDs()
-	w.uvarint(uint64(len(ids)))
+	e.Uvarint(uint64(len(ids)))
 	for _, id := range ids {
 		registration := img.brokers[id]
 		state := registration.state
-		w.brokerEpoch(state.ID, state.Epoch)
-		w.bool(state.Fenced)
-		w.bool(state.ShuttingDown)
-		w.varint(int64(state.ServedEpoch))
-		w.string(registration.incarnation)
+		e.Varint(int64(state.ID))
+		e.Varint(int64(state.Epoch))
+		e.Bool(state.Fenced)
+		e.Bool(state.ShuttingDown)
+		e.Varint(int64(state.ServedEpoch))
+		e.String(registration.incarnation)
 	}
 	names := img.Topics()
-	w.uvarint(uint64(len(names)))
+	e.Uvarint(uint64(len(names)))
 	for _, name := range names {
 		topic := img.topics[name]
-		w.record(CreateTopic{Name: name, Config: topic.config, Partitions: topic.partitions})
+		AppendRecord(e, CreateTopic{Name: name, Config: topic.config, Partitions: topic.partitions})
 	}
-	return w.b
+	return e.B
 }
 
 // DecodeImage reads a snapshot of an image and checks every invariant of
 // Image on it: a snapshot is trusted no more than a record.
 func DecodeImage(b []byte) (*Image, error) {
-	r := decoder{b: b}
-	if version := r.byte(); version != codecVersion {
-		return nil, r.fail(fmt.Errorf("version %d", version))
+	d := codec.NewDecoder(b)
+	if version := d.Byte(); version != codecVersion {
+		return nil, d.Fail(fmt.Errorf("version %d", version))
 	}
-	img := &Image{nextOffset: r.varint(), brokers: map[BrokerID]brokerRegistration{}, topics: map[string]*topicImage{}}
-	count := r.length(1)
-	for i := 0; i < count && r.err == nil; i++ {
-		id, epoch := r.brokerEpoch()
-		state := BrokerState{ID: id, Epoch: epoch, Fenced: r.bool(), ShuttingDown: r.bool(), ServedEpoch: BrokerEpoch(r.varint())}
-		registration := brokerRegistration{state: state, incarnation: r.string()}
+	img := &Image{nextOffset: d.Varint(), brokers: map[BrokerID]brokerRegistration{}, topics: map[string]*topicImage{}}
+	count := d.Length(1, len(b))
+	for i := 0; i < count && d.Err() == nil; i++ {
+		id, epoch := readBrokerEpoch(d)
+		state := BrokerState{ID: id, Epoch: epoch, Fenced: d.Bool(), ShuttingDown: d.Bool(), ServedEpoch: BrokerEpoch(d.Varint())}
+		registration := brokerRegistration{state: state, incarnation: d.String(maxNameBytes)}
 		if _, taken := img.brokers[id]; taken || id < 0 {
-			r.fail(fmt.Errorf("broker %d twice or negative", id))
+			d.Fail(fmt.Errorf("broker %d twice or negative", id))
 		}
 		img.brokers[id] = registration
 	}
-	count = r.length(1)
-	for i := 0; i < count && r.err == nil; i++ {
-		topic, ok := r.record().(CreateTopic)
+	count = d.Length(1, len(b))
+	for i := 0; i < count && d.Err() == nil; i++ {
+		topic, ok := ReadRecord(d).(CreateTopic)
 		if !ok {
-			r.fail(errors.New("a topic that is not one"))
+			d.Fail(errors.New("a topic that is not one"))
 			break
 		}
 		if _, taken := img.topics[topic.Name]; taken {
-			r.fail(fmt.Errorf("topic %q twice", topic.Name))
+			d.Fail(fmt.Errorf("topic %q twice", topic.Name))
 		}
 		img.topics[topic.Name] = &topicImage{config: topic.Config, partitions: topic.Partitions}
 	}
-	if err := r.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := img.validate(); err != nil {

@@ -89,28 +89,13 @@ func (c *testCluster) crash(id metadata.BrokerID) {
 func (c *testCluster) process(n *testNode) {
 	for n.up && n.q.HasReady() {
 		rd := n.q.Ready()
-		if rd.Snapshot != nil {
-			if err := n.storage.ApplySnapshot(rd.Snapshot); err != nil {
-				c.t.Fatalf("node %d: %v", n.id, err)
-			}
-		}
-		if err := n.storage.Append(rd.Entries); err != nil {
+		if err := rd.Persist(n.storage); err != nil {
 			c.t.Fatalf("node %d: %v", n.id, err)
-		}
-		if rd.HardState != nil {
-			if err := n.storage.SetHardState(rd.HardState); err != nil {
-				c.t.Fatalf("node %d: %v", n.id, err)
-			}
 		}
 		c.inFlight = append(c.inFlight, rd.Messages...)
 		c.answers = append(c.answers, rd.Answers...)
-		if s := rd.TakeSnapshot; s != nil {
-			if _, err := n.storage.CreateSnapshot(s.Index, s.ConfState, s.Data); err != nil {
-				c.t.Fatalf("node %d: %v", n.id, err)
-			}
-			if err := n.storage.Compact(s.Index); err != nil {
-				c.t.Fatalf("node %d: %v", n.id, err)
-			}
+		if err := rd.StoreSnapshot(n.storage); err != nil {
+			c.t.Fatalf("node %d: %v", n.id, err)
 		}
 		if err := n.q.Advance(); err != nil {
 			c.t.Fatalf("node %d: %v", n.id, err)

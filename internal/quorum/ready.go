@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"errors"
 	"fmt"
 
 	"go.etcd.io/raft/v3"
@@ -190,4 +191,54 @@ func (q *Quorum) maybeSnapshot() {
 	}
 	q.snapshot = &SnapshotRequest{Index: q.applied, ConfState: q.confState, Data: metadata.EncodeImage(nil, q.image)}
 	q.snapshotIndex = q.applied
+}
+
+// Storage is what a driver persists a Ready into: raft.Storage to read,
+// and the writes. raft's MemoryStorage and internal/raftlog's Storage are
+// both one.
+type Storage interface {
+	raft.Storage
+	ApplySnapshot(snapshot *raftpb.Snapshot) error
+	Append(entries []*raftpb.Entry) error
+	SetHardState(hardState *raftpb.HardState) error
+	CreateSnapshot(index uint64, confState *raftpb.ConfState, data []byte) (*raftpb.Snapshot, error)
+	Compact(index uint64) error
+}
+
+// Persist carries out step 1 of the Ready: the snapshot, the entries, then
+// the hard state (whose commit index may name the entries). It is durable
+// when it returns if the storage's writes are.
+func (rd Ready) Persist(storage Storage) error {
+	if rd.Snapshot != nil {
+		if err := storage.ApplySnapshot(rd.Snapshot); err != nil {
+			return fmt.Errorf("quorum: installing a snapshot: %w", err)
+		}
+	}
+	if len(rd.Entries) > 0 {
+		if err := storage.Append(rd.Entries); err != nil {
+			return fmt.Errorf("quorum: appending entries: %w", err)
+		}
+	}
+	if rd.HardState != nil {
+		if err := storage.SetHardState(rd.HardState); err != nil {
+			return fmt.Errorf("quorum: saving the hard state: %w", err)
+		}
+	}
+	return nil
+}
+
+// StoreSnapshot carries out step 4: it stores the snapshot asked for and
+// compacts the log up to it.
+func (rd Ready) StoreSnapshot(storage Storage) error {
+	if rd.TakeSnapshot == nil {
+		return nil
+	}
+	s := rd.TakeSnapshot
+	if _, err := storage.CreateSnapshot(s.Index, s.ConfState, s.Data); err != nil && !errors.Is(err, raft.ErrSnapOutOfDate) {
+		return fmt.Errorf("quorum: storing a snapshot: %w", err)
+	}
+	if err := storage.Compact(s.Index); err != nil && !errors.Is(err, raft.ErrCompacted) {
+		return fmt.Errorf("quorum: compacting: %w", err)
+	}
+	return nil
 }

@@ -1,0 +1,257 @@
+package quorum
+
+import (
+	"fmt"
+
+	"github.com/tidelog/tide/internal/codec"
+	"github.com/tidelog/tide/internal/controller"
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/record"
+)
+
+// The controller protocol's bytes: requests from brokers and the answers
+// to them, as they cross the controller listener. Raft's own messages
+// travel as raftpb's protobuf bytes beside them. Bytes from the network
+// get a typed error (wrapping codec.ErrCorrupt), never a panic.
+
+const wireVersion = 1
+
+// Limits on what a decoder accepts from the network.
+const (
+	maxWireName       = 249
+	maxWireItems      = 1 << 16
+	maxSnapshotBytes  = 256 << 20
+	maxIncarnationLen = 128
+)
+
+// Request kinds on the wire.
+const (
+	kindRegister byte = iota + 1
+	kindHeartbeat
+	kindAlterPartition
+	kindCreateTopic
+	kindDeleteTopic
+	kindElectPreferred
+)
+
+// EncodeRequest appends a request to dst.
+func EncodeRequest(dst []byte, r Request) []byte {
+	e := &codec.Encoder{B: dst}
+	e.Byte(wireVersion)
+	e.Uvarint(r.ID)
+	e.Varint(int64(r.From))
+	switch {
+	case r.Register != nil:
+		e.Byte(kindRegister)
+		e.String(r.Register.Incarnation)
+		e.Varint(int64(r.Register.PreviousEpoch))
+	case r.Heartbeat != nil:
+		e.Byte(kindHeartbeat)
+		e.Varint(int64(r.Heartbeat.Epoch))
+		e.Varint(r.Heartbeat.AppliedOffset)
+		e.Bool(r.Heartbeat.WantShutdown)
+		e.Varint(int64(r.Heartbeat.MaxEntries))
+	case r.AlterPartition != nil:
+		e.Byte(kindAlterPartition)
+		encodeAlterPartition(e, r.AlterPartition)
+	case r.CreateTopic != nil:
+		e.Byte(kindCreateTopic)
+		e.String(r.CreateTopic.Name)
+		e.Varint(int64(r.CreateTopic.Partitions))
+		e.Varint(int64(r.CreateTopic.ReplicationFactor))
+		e.Varint(int64(r.CreateTopic.Config.MinInsyncReplicas))
+		e.Bool(r.CreateTopic.Config.UncleanLeaderElection)
+	case r.DeleteTopic != nil:
+		e.Byte(kindDeleteTopic)
+		e.String(r.DeleteTopic.Name)
+	case r.ElectPreferred != nil:
+		e.Byte(kindElectPreferred)
+		encodePartitions(e, r.ElectPreferred.Partitions)
+	default:
+		e.Byte(0)
+	}
+	return e.B
+}
+
+func encodeAlterPartition(e *codec.Encoder, r *controller.AlterPartitionRequest) {
+	e.Varint(int64(r.BrokerEpoch))
+	e.Uvarint(uint64(len(r.Partitions)))
+	for _, item := range r.Partitions {
+		e.String(item.Topic)
+		e.Varint(int64(item.Partition))
+		e.Varint(int64(item.LeaderEpoch))
+		e.Varint(int64(item.PartitionEpoch))
+		e.Uvarint(uint64(len(item.NewISR)))
+		for _, member := range item.NewISR {
+			e.Varint(int64(member.ID))
+			e.Varint(int64(member.Epoch))
+		}
+	}
+}
+
+func encodePartitions(e *codec.Encoder, partitions []metadata.TopicPartition) {
+	e.Uvarint(uint64(len(partitions)))
+	for _, tp := range partitions {
+		e.String(tp.Topic)
+		e.Varint(int64(tp.Partition))
+	}
+}
+
+// DecodeRequest reads a request; one that carries no known payload is an
+// error.
+func DecodeRequest(b []byte) (Request, error) {
+	d := codec.NewDecoder(b)
+	if version := d.Byte(); version != wireVersion {
+		return Request{}, d.Fail(fmt.Errorf("version %d", version))
+	}
+	r := Request{ID: d.Uvarint(), From: metadata.BrokerID(d.Int32())}
+	switch kind := d.Byte(); kind {
+	case kindRegister:
+		r.Register = &RegisterRequest{Incarnation: d.String(maxIncarnationLen), PreviousEpoch: metadata.BrokerEpoch(d.Varint())}
+	case kindHeartbeat:
+		r.Heartbeat = &HeartbeatRequest{Epoch: metadata.BrokerEpoch(d.Varint()), AppliedOffset: d.Varint(), WantShutdown: d.Bool(),
+			MaxEntries: int(d.Int32())}
+	case kindAlterPartition:
+		r.AlterPartition = decodeAlterPartition(d)
+	case kindCreateTopic:
+		r.CreateTopic = &controller.CreateTopicRequest{Name: d.String(maxWireName), Partitions: int(d.Int32()), ReplicationFactor: int(d.Int32())}
+		r.CreateTopic.Config = metadata.TopicConfig{MinInsyncReplicas: int(d.Int32()), UncleanLeaderElection: d.Bool()}
+	case kindDeleteTopic:
+		r.DeleteTopic = &DeleteTopicRequest{Name: d.String(maxWireName)}
+	case kindElectPreferred:
+		r.ElectPreferred = &ElectPreferredRequest{Partitions: decodePartitions(d)}
+	default:
+		d.Fail(fmt.Errorf("request kind %d", kind))
+	}
+	return r, d.Finish()
+}
+
+func decodeAlterPartition(d *codec.Decoder) *controller.AlterPartitionRequest {
+	r := &controller.AlterPartitionRequest{BrokerEpoch: metadata.BrokerEpoch(d.Varint())}
+	n := d.Length(4, maxWireItems)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		item := controller.AlterPartitionItem{TopicPartition: metadata.TopicPartition{Topic: d.String(maxWireName), Partition: d.Int32()},
+			LeaderEpoch: record.LeaderEpoch(d.Int32()), PartitionEpoch: metadata.PartitionEpoch(d.Int32())}
+		members := d.Length(2, maxWireItems)
+		for j := 0; j < members && d.Err() == nil; j++ {
+			item.NewISR = append(item.NewISR, controller.BrokerIDAndEpoch{ID: metadata.BrokerID(d.Int32()), Epoch: metadata.BrokerEpoch(d.Varint())})
+		}
+		r.Partitions = append(r.Partitions, item)
+	}
+	return r
+}
+
+func decodePartitions(d *codec.Decoder) []metadata.TopicPartition {
+	n := d.Length(2, maxWireItems)
+	var partitions []metadata.TopicPartition
+	for i := 0; i < n && d.Err() == nil; i++ {
+		partitions = append(partitions, metadata.TopicPartition{Topic: d.String(maxWireName), Partition: d.Int32()})
+	}
+	return partitions
+}
+
+// EncodeAnswer appends an answer to dst.
+func EncodeAnswer(dst []byte, a Answer) []byte {
+	e := &codec.Encoder{B: dst}
+	e.Byte(wireVersion)
+	e.Uvarint(a.ID)
+	e.Varint(int64(a.To))
+	e.Uvarint(a.ControllerEpoch)
+	e.Varint(int64(a.Leader))
+	e.Varint(int64(a.ErrorCode))
+	switch {
+	case a.Register != nil:
+		e.Byte(kindRegister)
+		e.Varint(int64(a.Register.Epoch))
+	case a.Heartbeat != nil:
+		e.Byte(kindHeartbeat)
+		encodeHeartbeatAnswer(e, a.Heartbeat)
+	case a.AlterPartition != nil:
+		e.Byte(kindAlterPartition)
+		e.Varint(int64(a.AlterPartition.ErrorCode))
+		e.Uvarint(uint64(len(a.AlterPartition.Partitions)))
+		for _, result := range a.AlterPartition.Partitions {
+			e.String(result.Topic)
+			e.Varint(int64(result.TopicPartition.Partition))
+			e.Varint(int64(result.ErrorCode))
+			metadata.AppendPartitionState(e, result.Partition)
+		}
+	case a.ElectPreferred != nil:
+		e.Byte(kindElectPreferred)
+		e.Varint(int64(a.ElectPreferred.ErrorCode))
+		e.Uvarint(uint64(len(a.ElectPreferred.Results)))
+		for _, result := range a.ElectPreferred.Results {
+			e.String(result.Topic)
+			e.Varint(int64(result.Partition))
+			e.Varint(int64(result.ErrorCode))
+		}
+	default:
+		e.Byte(0)
+	}
+	return e.B
+}
+
+func encodeHeartbeatAnswer(e *codec.Encoder, a *HeartbeatAnswer) {
+	e.Bool(a.Fenced)
+	e.Bool(a.ShuttingDown)
+	e.Bytes(a.Snapshot)
+	e.Uvarint(uint64(len(a.Entries)))
+	if len(a.Entries) > 0 {
+		// Entries are consecutive: the first offset and the records.
+		e.Varint(a.Entries[0].Offset)
+		for _, entry := range a.Entries {
+			metadata.AppendRecord(e, entry.Record)
+		}
+	}
+}
+
+// DecodeAnswer reads an answer.
+func DecodeAnswer(b []byte) (Answer, error) {
+	d := codec.NewDecoder(b)
+	if version := d.Byte(); version != wireVersion {
+		return Answer{}, d.Fail(fmt.Errorf("version %d", version))
+	}
+	a := Answer{ID: d.Uvarint(), To: metadata.BrokerID(d.Int32()), ControllerEpoch: d.Uvarint(), Leader: metadata.BrokerID(d.Int32()),
+		ErrorCode: d.Int16()}
+	switch kind := d.Byte(); kind {
+	case 0:
+	case kindRegister:
+		a.Register = &RegisterAnswer{Epoch: metadata.BrokerEpoch(d.Varint())}
+	case kindHeartbeat:
+		a.Heartbeat = decodeHeartbeatAnswer(d)
+	case kindAlterPartition:
+		a.AlterPartition = &controller.AlterPartitionResponse{ErrorCode: d.Int16()}
+		n := d.Length(4, maxWireItems)
+		for i := 0; i < n && d.Err() == nil; i++ {
+			result := controller.AlterPartitionResult{TopicPartition: metadata.TopicPartition{Topic: d.String(maxWireName), Partition: d.Int32()},
+				ErrorCode: d.Int16()}
+			result.Partition = metadata.ReadPartitionState(d)
+			a.AlterPartition.Partitions = append(a.AlterPartition.Partitions, result)
+		}
+	case kindElectPreferred:
+		a.ElectPreferred = &controller.ElectLeadersResponse{ErrorCode: d.Int16()}
+		n := d.Length(3, maxWireItems)
+		for i := 0; i < n && d.Err() == nil; i++ {
+			a.ElectPreferred.Results = append(a.ElectPreferred.Results, controller.ElectionResult{
+				TopicPartition: metadata.TopicPartition{Topic: d.String(maxWireName), Partition: d.Int32()}, ErrorCode: d.Int16()})
+		}
+	default:
+		d.Fail(fmt.Errorf("answer kind %d", kind))
+	}
+	return a, d.Finish()
+}
+
+func decodeHeartbeatAnswer(d *codec.Decoder) *HeartbeatAnswer {
+	a := &HeartbeatAnswer{Fenced: d.Bool(), ShuttingDown: d.Bool()}
+	if snapshot := d.Bytes(maxSnapshotBytes); len(snapshot) > 0 {
+		a.Snapshot = append([]byte(nil), snapshot...)
+	}
+	n := d.Length(1, 1<<24)
+	if n > 0 {
+		offset := d.Varint()
+		for i := 0; i < n && d.Err() == nil; i++ {
+			a.Entries = append(a.Entries, metadata.Entry{Offset: offset + int64(i), Record: metadata.ReadRecord(d)})
+		}
+	}
+	return a
+}
