@@ -1,0 +1,252 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tidelog/tide/internal/controller"
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/quorum"
+	"github.com/tidelog/tide/internal/replica"
+)
+
+// Lifecycle is a broker's side of the controller protocol, without I/O:
+// it registers the incarnation, heartbeats, follows the active controller
+// through NOT_CONTROLLER hints, hands the metadata its answers carry to
+// the node, sends the node's ISR proposals, and runs the broker's part of
+// a controlled shutdown. Ticks and answers come in; requests go out in
+// TakeRequests. The simulator and the server drive the same code.
+//
+// Answers from a controller epoch older than one already seen are dropped:
+// they come from a controller that has since lost its leadership.
+type Lifecycle struct {
+	config LifecycleConfig
+	now    int64
+	// epoch is the registered incarnation's, NoBrokerEpoch before.
+	epoch metadata.BrokerEpoch
+	node  *Node
+	// target is the controller requests go to; it follows hints and, with
+	// none, moves round the voters.
+	target          metadata.BrokerID
+	controllerEpoch uint64
+	// inFlight is the registration or heartbeat awaiting its answer.
+	inFlight      *sentRequest
+	lastHeartbeat int64
+	nextID        uint64
+	// alters are the ISR proposals sent and not answered, by request id.
+	alters   map[uint64]replica.ISRChange
+	outgoing []Outgoing
+	// shutdown is set once a controlled shutdown is asked for; fenced once
+	// the controller has fenced this incarnation, which ends it.
+	shutdown, fenced bool
+}
+
+// LifecycleConfig configures a Lifecycle.
+type LifecycleConfig struct {
+	ID metadata.BrokerID
+	// Incarnation names this process start, unique per start.
+	Incarnation string
+	// PreviousEpoch is the epoch of the last incarnation if it shut down
+	// cleanly (its log is whole), or NoBrokerEpoch (KIP-966).
+	PreviousEpoch metadata.BrokerEpoch
+	Voters        []metadata.BrokerID
+	// HeartbeatTicks is the heartbeat interval; RequestTimeoutTicks how
+	// long an answer may take before the request goes to the next voter.
+	HeartbeatTicks      int64
+	RequestTimeoutTicks int64
+	// MaxEntries bounds the metadata entries one answer carries.
+	MaxEntries int
+	// NewNode creates the node once the incarnation has an epoch.
+	NewNode func(metadata.BrokerEpoch) *Node
+}
+
+// Outgoing is a request for a controller.
+type Outgoing struct {
+	To      metadata.BrokerID
+	Request quorum.Request
+}
+
+type sentRequest struct {
+	id     uint64
+	sentAt int64
+}
+
+// NewLifecycle starts a broker's lifecycle; it registers on its first tick.
+func NewLifecycle(config LifecycleConfig) (*Lifecycle, error) {
+	if len(config.Voters) == 0 || config.HeartbeatTicks < 1 || config.RequestTimeoutTicks < 1 || config.NewNode == nil || config.Incarnation == "" {
+		return nil, errors.New("broker: lifecycle needs voters, an incarnation, a node constructor and positive intervals")
+	}
+	return &Lifecycle{config: config, epoch: metadata.NoBrokerEpoch, target: config.Voters[0], alters: map[uint64]replica.ISRChange{}}, nil
+}
+
+// Node is the running node, nil until registered.
+func (l *Lifecycle) Node() *Node { return l.node }
+
+// Epoch is the incarnation's broker epoch, NoBrokerEpoch until registered.
+func (l *Lifecycle) Epoch() metadata.BrokerEpoch { return l.epoch }
+
+// Controller is where requests go now.
+func (l *Lifecycle) Controller() metadata.BrokerID { return l.target }
+
+// BeginShutdown asks for a controlled shutdown: heartbeats ask for it
+// until the controller has moved leadership away and fenced this
+// incarnation (KAFKA-3670).
+func (l *Lifecycle) BeginShutdown() { l.shutdown = true }
+
+// ShutDown reports whether a controlled shutdown has completed.
+func (l *Lifecycle) ShutDown() bool { return l.shutdown && l.fenced }
+
+// Tick advances time: it registers or heartbeats when due, retries a
+// request whose answer is overdue at the next voter, and ticks the node.
+func (l *Lifecycle) Tick() {
+	l.now++
+	if l.inFlight != nil && l.now-l.inFlight.sentAt >= l.config.RequestTimeoutTicks {
+		l.inFlight = nil
+		l.nextVoter()
+	}
+	switch {
+	case l.inFlight != nil:
+	case l.node == nil:
+		l.send(quorum.Request{Register: &quorum.RegisterRequest{Incarnation: l.config.Incarnation, PreviousEpoch: l.config.PreviousEpoch}})
+	case l.now-l.lastHeartbeat >= l.config.HeartbeatTicks:
+		l.lastHeartbeat = l.now
+		l.send(quorum.Request{Heartbeat: &quorum.HeartbeatRequest{Epoch: l.epoch, AppliedOffset: l.node.MetadataOffset(),
+			WantShutdown: l.shutdown, MaxEntries: l.config.MaxEntries}})
+	}
+	if l.node != nil {
+		l.node.Tick()
+		l.takeProposals()
+	}
+}
+
+func (l *Lifecycle) send(request quorum.Request) {
+	l.nextID++
+	request.ID, request.From = l.nextID, l.config.ID
+	if request.Register != nil || request.Heartbeat != nil {
+		l.inFlight = &sentRequest{id: request.ID, sentAt: l.now}
+	}
+	l.outgoing = append(l.outgoing, Outgoing{To: l.target, Request: request})
+}
+
+func (l *Lifecycle) nextVoter() {
+	for i, id := range l.config.Voters {
+		if id == l.target {
+			l.target = l.config.Voters[(i+1)%len(l.config.Voters)]
+			return
+		}
+	}
+	l.target = l.config.Voters[0]
+}
+
+// takeProposals sends the node's ISR proposals to the controller.
+func (l *Lifecycle) takeProposals() {
+	for _, change := range l.node.TakeProposals() {
+		item := controller.AlterPartitionItem{TopicPartition: change.Partition, LeaderEpoch: change.LeaderEpoch, PartitionEpoch: change.PartitionEpoch}
+		for _, member := range change.NewISR {
+			item.NewISR = append(item.NewISR, controller.BrokerIDAndEpoch{ID: member.ID, Epoch: member.Epoch})
+		}
+		l.send(quorum.Request{AlterPartition: &controller.AlterPartitionRequest{BrokerID: l.config.ID, BrokerEpoch: l.epoch,
+			Partitions: []controller.AlterPartitionItem{item}}})
+		l.alters[l.nextID] = change
+	}
+}
+
+// TakeRequests returns the requests to send, in order.
+func (l *Lifecycle) TakeRequests() []Outgoing {
+	out := l.outgoing
+	l.outgoing = nil
+	return out
+}
+
+// HandleAnswer takes a controller's answer. An error means the metadata it
+// carried does not apply: the broker must stop.
+func (l *Lifecycle) HandleAnswer(answer quorum.Answer) error {
+	if answer.ControllerEpoch < l.controllerEpoch {
+		return nil // from a controller that has since lost its leadership
+	}
+	l.controllerEpoch = answer.ControllerEpoch
+	if change, ok := l.alters[answer.ID]; ok {
+		delete(l.alters, answer.ID)
+		l.handleAlterAnswer(change, answer)
+		return nil
+	}
+	if l.inFlight == nil || answer.ID != l.inFlight.id {
+		return nil // late: the request was retried since
+	}
+	l.inFlight = nil
+	if answer.ErrorCode == kerr.NotController.Code {
+		if answer.Leader != metadata.NoBroker && answer.Leader != l.target {
+			l.target = answer.Leader
+		} else {
+			l.nextVoter()
+		}
+		return nil
+	}
+	switch {
+	case answer.Register != nil:
+		return l.handleRegistered(answer)
+	case answer.Heartbeat != nil:
+		return l.handleHeartbeat(answer)
+	}
+	return nil
+}
+
+func (l *Lifecycle) handleRegistered(answer quorum.Answer) error {
+	if answer.ErrorCode != 0 || l.node != nil {
+		return nil // refused (a live previous incarnation): retried at the next tick
+	}
+	l.epoch = answer.Register.Epoch
+	l.node = l.config.NewNode(l.epoch)
+	l.lastHeartbeat = l.now - l.config.HeartbeatTicks
+	return nil
+}
+
+func (l *Lifecycle) handleHeartbeat(answer quorum.Answer) error {
+	if answer.ErrorCode == kerr.StaleBrokerEpoch.Code {
+		return fmt.Errorf("broker %d: the controller no longer knows incarnation %d", l.config.ID, l.epoch)
+	}
+	if answer.ErrorCode != 0 {
+		return nil
+	}
+	heartbeat := answer.Heartbeat
+	if heartbeat.Snapshot != nil {
+		img, err := metadata.DecodeImage(heartbeat.Snapshot)
+		if err != nil {
+			return fmt.Errorf("broker %d: metadata snapshot: %w", l.config.ID, err)
+		}
+		if err := l.node.LoadImage(img); err != nil {
+			return err
+		}
+	}
+	if err := l.node.ApplyMetadata(heartbeat.Entries); err != nil {
+		return err
+	}
+	if l.shutdown && heartbeat.Fenced {
+		l.fenced = true
+	}
+	if len(heartbeat.Entries) == l.config.MaxEntries {
+		l.lastHeartbeat = l.now - l.config.HeartbeatTicks // more to fetch: ask again now
+	}
+	return nil
+}
+
+// handleAlterAnswer turns the controller's answer into the replica's.
+func (l *Lifecycle) handleAlterAnswer(change replica.ISRChange, answer quorum.Answer) {
+	response := replica.AlterPartitionResponse{Request: change, ErrorCode: answer.ErrorCode}
+	if answer.ErrorCode == 0 && answer.AlterPartition != nil {
+		response.ErrorCode = answer.AlterPartition.ErrorCode
+		if response.ErrorCode == 0 && len(answer.AlterPartition.Partitions) == 1 {
+			result := answer.AlterPartition.Partitions[0]
+			response.ErrorCode = result.ErrorCode
+			if result.ErrorCode == 0 {
+				state := result.Partition.Clone()
+				response.State = &state
+			}
+		}
+	}
+	if l.node != nil {
+		l.node.HandleAlterPartitionResponse(change.Partition, response)
+	}
+}

@@ -1,0 +1,45 @@
+package broker
+
+import (
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/replica"
+)
+
+// LoadImage replaces the broker's metadata with an image at a later
+// offset: for a broker further behind the metadata log than the controller
+// keeps entries. Like ApplyMetadata it publishes only the final state to
+// the replicas; topics the image no longer has are dropped. (Without topic
+// ids, a topic deleted and created again under the same name in the gap
+// reuses the old partition directories: a known limit.)
+func (n *Node) LoadImage(img *metadata.Image) error {
+	if img.Offset() <= n.image.Offset() {
+		return nil
+	}
+	previous := n.image
+	n.image = img.Clone()
+	for _, name := range previous.Topics() {
+		if _, ok := n.image.Topic(name); !ok {
+			n.dropTopic(name)
+		}
+	}
+	brokers := n.image.Brokers()
+	for _, tp := range n.Partitions() {
+		p := n.partitions[tp]
+		p.replica.SetBrokers(brokers)
+		n.process(tp, p)
+	}
+	for _, state := range n.image.Partitions() {
+		if err := n.applyPartitionState(state.TopicPartition); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TakeProposals returns the ISR proposals in the outbox and leaves the rest
+// of it.
+func (n *Node) TakeProposals() []replica.ISRChange {
+	proposals := n.outbox.Proposals
+	n.outbox.Proposals = nil
+	return proposals
+}
