@@ -57,14 +57,19 @@ func (s *Storage) writeSnapshot(snapshot *pb.Snapshot) error {
 // resetLog removes every segment and starts an empty log after (index,
 // term). The snapshot file is durable before this starts, and the removals
 // are durable (SyncDir) before the new segment is created, so a crash
-// leaves either old segments, which recovery reconciles with the snapshot
-// (see reconcileWithSnapshot), or no segment, or the new one alone.
+// leaves either a prefix of the old segments, which recovery reconciles
+// with the snapshot (see reconcileWithSnapshot), or no segment, or the new
+// one alone.
 func (s *Storage) resetLog(index, term uint64) error {
-	for i, old := range s.segments {
-		if err := s.removeSegment(old); err != nil {
-			s.segments = s.segments[i+1:]
+	// Newest first, so that a crash part way leaves a prefix of the log
+	// that still reaches back to the snapshot: removing oldest first
+	// could leave a log starting after the snapshot, which recovery must
+	// treat as lost files.
+	for len(s.segments) > 0 {
+		if err := s.removeSegment(s.segments[len(s.segments)-1]); err != nil {
 			return err
 		}
+		s.segments = s.segments[:len(s.segments)-1]
 	}
 	s.segments = nil
 	if err := s.cfg.FS.SyncDir(s.cfg.Dir); err != nil {
