@@ -43,6 +43,14 @@ func TestBadCommandLineIsAUsageError(t *testing.T) {
 	if _, err := run("no-such-command"); err == nil {
 		t.Error("an unknown command succeeded")
 	}
+	properties := filepath.Join(t.TempDir(), "server.properties")
+	os.WriteFile(properties, []byte("node.id=1\nno.such.setting=3\n"), 0o644)
+	for _, args := range [][]string{{"serve"}, {"serve", "--id", "1", "--controllers", "1@nohost", "--data-dir", t.TempDir()},
+		{"serve", "--config", properties}, {"serve", "--config", "/no/such/file"}} {
+		if _, err := run(args...); err == nil || exitCode(err) != 2 {
+			t.Errorf("tide %v: err %v, want a usage error (2)", args, err)
+		}
+	}
 }
 
 func TestLogInspect(t *testing.T) {

@@ -32,7 +32,7 @@ func newRootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see 'tide %s --help')", err, cmd.Name())}
 	})
-	root.AddCommand(newVersionCommand(), newLogCommand(), newSimCommand(), newScenarioCommand())
+	root.AddCommand(newVersionCommand(), newLogCommand(), newSimCommand(), newScenarioCommand(), newServeCommand())
 	return root
 }
 

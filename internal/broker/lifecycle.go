@@ -34,6 +34,8 @@ type Lifecycle struct {
 	// inFlight is the registration or heartbeat awaiting its answer.
 	inFlight      *sentRequest
 	lastHeartbeat int64
+	// lastAnswer is the tick of the last answer from an active controller.
+	lastAnswer int64
 	nextID        uint64
 	// alters are the ISR proposals sent and not answered, by request id.
 	alters   map[uint64]replica.ISRChange
@@ -97,6 +99,10 @@ func (l *Lifecycle) BeginShutdown() { l.shutdown = true }
 
 // ShutDown reports whether a controlled shutdown has completed.
 func (l *Lifecycle) ShutDown() bool { return l.shutdown && l.fenced }
+
+// TicksSinceAnswer is how long the active controller has not answered: a
+// broker that cannot reach one cannot complete a controlled shutdown.
+func (l *Lifecycle) TicksSinceAnswer() int64 { return l.now - l.lastAnswer }
 
 // Tick advances time: it registers or heartbeats when due, retries a
 // request whose answer is overdue at the next voter, and ticks the node.
@@ -176,6 +182,9 @@ func (l *Lifecycle) HandleAnswer(answer quorum.Answer) error {
 		return nil // late: the request was retried since
 	}
 	l.inFlight = nil
+	if answer.ErrorCode != kerr.NotController.Code {
+		l.lastAnswer = l.now
+	}
 	if answer.ErrorCode == kerr.NotController.Code {
 		if answer.Leader != metadata.NoBroker && answer.Leader != l.target {
 			l.target = answer.Leader

@@ -182,6 +182,13 @@ func New(config Config) (*Quorum, error) {
 			return nil, fmt.Errorf("quorum: bootstrap: %w", err)
 		}
 	}
+	if len(config.Voters) == 1 {
+		// A one-voter quorum needs no election timeout to learn that no
+		// one else will campaign.
+		if err := raw.Campaign(); err != nil {
+			return nil, fmt.Errorf("quorum: campaign: %w", err)
+		}
+	}
 	q.observeRole()
 	return q, nil
 }

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/server"
+)
+
+type serveOptions struct {
+	config          string
+	id              int
+	controllers     string
+	listen          string
+	dataDir         string
+	sessionTimeout  time.Duration
+	brokerHeartbeat time.Duration
+	electionTimeout time.Duration
+	logLevel        string
+}
+
+func newServeCommand() *cobra.Command {
+	var options serveOptions
+	command := &cobra.Command{
+		Use:   "serve",
+		Short: "Run one node of a tide cluster (broker, and controller when it is a voter)",
+		Long: `Runs one node of a real cluster on its sockets and disk: a broker, and a
+controller of the metadata quorum when the node is one of the voters
+(Kafka's combined mode). The voters run raft (etcd/raft) over their
+controller listeners; a single voter is a one-node quorum.
+
+  tide serve --id 1 --controllers 1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095 --data-dir /var/lib/tide/1
+
+Flags may also come from a properties file (--config FILE), with Kafka's
+names where there is one: node.id, controller.quorum.voters, listeners
+(the controller listener's host:port), log.dirs, broker.session.timeout.ms,
+broker.heartbeat.interval.ms. A flag given on the command line wins.
+
+SIGTERM or SIGINT performs a controlled shutdown: the controller moves
+this broker's leaderships away and fences it, then the process exits.
+The Kafka protocol listener and replication between brokers come next
+(see the README's status table).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd, options)
+		},
+	}
+	flags := command.Flags()
+	flags.StringVar(&options.config, "config", "", "a properties file with the settings below")
+	flags.IntVar(&options.id, "id", 0, "this node's id (node.id), at least 1")
+	flags.StringVar(&options.controllers, "controllers", "", "the voters, id@host:port,... (controller.quorum.voters)")
+	flags.StringVar(&options.listen, "listen", "", "the controller listener's host:port (default: this node's entry in --controllers)")
+	flags.StringVar(&options.dataDir, "data-dir", "", "where the metadata and partition logs live (log.dirs)")
+	flags.DurationVar(&options.sessionTimeout, "session-timeout", 9*time.Second, "a broker silent for longer is fenced (broker.session.timeout.ms)")
+	flags.DurationVar(&options.brokerHeartbeat, "heartbeat-interval", 500*time.Millisecond, "how often a broker heartbeats (broker.heartbeat.interval.ms)")
+	flags.DurationVar(&options.electionTimeout, "election-timeout", time.Second, "the quorum's raft election timeout")
+	flags.StringVar(&options.logLevel, "log-level", "info", "debug, info, warn or error")
+	return command
+}
+
+func runServe(cmd *cobra.Command, options serveOptions) error {
+	if options.config != "" {
+		if err := applyProperties(cmd.Flags(), options.config); err != nil {
+			return usageError{err}
+		}
+		// The flags now hold the file's values under the command line's.
+		options = reread(cmd.Flags(), options)
+	}
+	config, err := options.serverConfig(cmd)
+	if err != nil {
+		return usageError{err}
+	}
+	node, err := server.New(config)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return node.Run(ctx)
+}
+
+func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return server.Config{}, fmt.Errorf("--log-level %q: want debug, info, warn or error", o.logLevel)
+	}
+	if o.controllers == "" {
+		return server.Config{}, errors.New("--controllers is required (id@host:port,...)")
+	}
+	controllers, err := server.ParseControllers(o.controllers)
+	if err != nil {
+		return server.Config{}, fmt.Errorf("--controllers: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	config := server.Config{ID: metadata.BrokerID(o.id), Controllers: controllers, Listen: o.listen, DataDir: o.dataDir,
+		SessionTimeout: o.sessionTimeout, BrokerHeartbeat: o.brokerHeartbeat, ElectionTimeout: o.electionTimeout, Logger: logger}
+	return config, config.Validate()
+}
+
+// propertyFlags maps a properties file's keys to flags; milliseconds keys
+// become durations.
+var propertyFlags = map[string]string{
+	"node.id": "id", "controller.quorum.voters": "controllers", "listeners": "listen", "log.dirs": "data-dir",
+	"broker.session.timeout.ms": "session-timeout", "broker.heartbeat.interval.ms": "heartbeat-interval",
+}
+
+// applyProperties sets the flags not given on the command line from a
+// properties file: key=value lines, # comments.
+func applyProperties(flags *pflag.FlagSet, name string) error {
+	file, err := os.Open(name)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	defer file.Close()
+	scanner := bufio.NewScanner(file)
+	for number := 1; scanner.Scan(); number++ {
+		line := strings.TrimSpace(scanner.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, value, ok := strings.Cut(line, "=")
+		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+		flag, known := propertyFlags[key]
+		if !ok || !known {
+			return fmt.Errorf("%s:%d: unknown setting %q (known: node.id, controller.quorum.voters, listeners, log.dirs, broker.session.timeout.ms, broker.heartbeat.interval.ms)", name, number, key)
+		}
+		if flags.Changed(flag) {
+			continue
+		}
+		if strings.HasSuffix(key, ".ms") {
+			value += "ms"
+		}
+		if err := flags.Set(flag, value); err != nil {
+			return fmt.Errorf("%s:%d: %s: %w", name, number, key, err)
+		}
+	}
+	return scanner.Err()
+}
+
+func reread(flags *pflag.FlagSet, o serveOptions) serveOptions {
+	o.id, _ = flags.GetInt("id")
+	o.controllers, _ = flags.GetString("controllers")
+	o.listen, _ = flags.GetString("listen")
+	o.dataDir, _ = flags.GetString("data-dir")
+	o.sessionTimeout, _ = flags.GetDuration("session-timeout")
+	o.brokerHeartbeat, _ = flags.GetDuration("heartbeat-interval")
+	return o
+}

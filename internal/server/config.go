@@ -1,0 +1,127 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidelog/tide/internal/metadata"
+)
+
+// Config configures one node. Validate rejects bad values; zero durations
+// and limits take the defaults.
+type Config struct {
+	// ID is the node's id (Kafka's node.id), its broker's and, when it is
+	// a voter, its controller's.
+	ID metadata.BrokerID
+	// Controllers is the voter set: id to the host:port of its controller
+	// listener. A node in it runs a controller (Kafka's combined mode).
+	Controllers map[metadata.BrokerID]string
+	// Listen is the address to serve the controller listener on; by
+	// default the node's own entry in Controllers.
+	Listen string
+	// DataDir holds the raft log (metadata/) and the partition logs
+	// (partitions/).
+	DataDir string
+	// Tick is the length of one tick of the cores' clocks.
+	Tick time.Duration
+	// ElectionTimeout and RaftHeartbeat are the quorum's.
+	ElectionTimeout time.Duration
+	RaftHeartbeat   time.Duration
+	// SessionTimeout is broker.session.timeout.ms: a broker silent for
+	// longer is fenced. BrokerHeartbeat is broker.heartbeat.interval.ms.
+	SessionTimeout  time.Duration
+	BrokerHeartbeat time.Duration
+	// ShutdownTimeout bounds a controlled shutdown.
+	ShutdownTimeout time.Duration
+	// MaxFrameBytes bounds one frame on the controller listener; QueueLength
+	// bounds each connection's send queue.
+	MaxFrameBytes int
+	QueueLength   int
+	Logger        *slog.Logger
+}
+
+// ParseControllers parses Kafka's controller.quorum.voters form:
+// "1@host:port,2@host:port,3@host:port".
+func ParseControllers(text string) (map[metadata.BrokerID]string, error) {
+	voters := map[metadata.BrokerID]string{}
+	for _, item := range strings.Split(text, ",") {
+		idText, address, ok := strings.Cut(strings.TrimSpace(item), "@")
+		id, err := strconv.Atoi(idText)
+		if !ok || err != nil || id < 1 || address == "" || !strings.Contains(address, ":") {
+			return nil, fmt.Errorf("controller %q: want id@host:port with id >= 1", item)
+		}
+		if _, twice := voters[metadata.BrokerID(id)]; twice {
+			return nil, fmt.Errorf("controller %d listed twice", id)
+		}
+		voters[metadata.BrokerID(id)] = address
+	}
+	return voters, nil
+}
+
+func (c Config) withDefaults() Config {
+	defaults := []struct {
+		field *time.Duration
+		value time.Duration
+	}{
+		{&c.Tick, 10 * time.Millisecond}, {&c.ElectionTimeout, time.Second}, {&c.RaftHeartbeat, 100 * time.Millisecond},
+		{&c.SessionTimeout, 9 * time.Second}, {&c.BrokerHeartbeat, 500 * time.Millisecond}, {&c.ShutdownTimeout, 30 * time.Second},
+	}
+	for _, d := range defaults {
+		if *d.field == 0 {
+			*d.field = d.value
+		}
+	}
+	if c.MaxFrameBytes == 0 {
+		c.MaxFrameBytes = 64 << 20
+	}
+	if c.QueueLength == 0 {
+		c.QueueLength = 4096
+	}
+	if c.Listen == "" {
+		c.Listen = c.Controllers[c.ID]
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate rejects configurations that cannot work.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.ID < 1:
+		return fmt.Errorf("node id %d: ids start at 1", c.ID)
+	case len(c.Controllers) == 0:
+		return errors.New("no controllers: give the voter set as id@host:port,...")
+	case c.DataDir == "":
+		return errors.New("no data directory")
+	case c.Listen == "":
+		return errors.New("a node that is not a controller still needs --listen for now")
+	case c.ElectionTimeout <= c.RaftHeartbeat || c.RaftHeartbeat < c.Tick:
+		return fmt.Errorf("election timeout %s must exceed the raft heartbeat %s, itself at least a tick (%s)", c.ElectionTimeout, c.RaftHeartbeat, c.Tick)
+	case c.SessionTimeout <= c.BrokerHeartbeat || c.BrokerHeartbeat < c.Tick:
+		return fmt.Errorf("session timeout %s must exceed the broker heartbeat %s, itself at least a tick", c.SessionTimeout, c.BrokerHeartbeat)
+	case c.MaxFrameBytes < 1<<20 || c.QueueLength < 16:
+		return errors.New("frames of at least 1 MiB and queues of at least 16")
+	}
+	return nil
+}
+
+// voters returns the voter ids in order.
+func (c Config) voters() []metadata.BrokerID {
+	ids := make([]metadata.BrokerID, 0, len(c.Controllers))
+	for id := range c.Controllers {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// ticks converts a duration to ticks, at least one.
+func (c Config) ticks(d time.Duration) int64 { return max(1, int64(d/c.Tick)) }

@@ -1,0 +1,60 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tidelog/tide/internal/metadata"
+)
+
+func TestParseControllers(t *testing.T) {
+	voters, err := ParseControllers("1@127.0.0.1:9093, 2@host:9094")
+	if err != nil || len(voters) != 2 || voters[2] != "host:9094" {
+		t.Fatalf("got %v, %v", voters, err)
+	}
+	for _, bad := range []string{"", "1", "0@h:1", "x@h:1", "1@", "1@host", "1@h:1,1@h:2"} {
+		if _, err := ParseControllers(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := Config{ID: 1, Controllers: map[metadata.BrokerID]string{1: "127.0.0.1:1"}, DataDir: "/tmp/x"}
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, change := range map[string]func(*Config){
+		"id 0":            func(c *Config) { c.ID = 0 },
+		"no controllers":  func(c *Config) { c.Controllers = nil },
+		"no data":         func(c *Config) { c.DataDir = "" },
+		"not a voter":     func(c *Config) { c.ID = 2 },
+		"session too low": func(c *Config) { c.SessionTimeout, c.BrokerHeartbeat = 100, 200 },
+	} {
+		config := good
+		change(&config)
+		if err := config.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// A frame over the limit is refused before its payload is read.
+func TestFrameLimit(t *testing.T) {
+	var buffer bytes.Buffer
+	if err := writeFrame(&buffer, frameRaft, make([]byte, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := readFrame(bytes.NewReader(buffer.Bytes()), 50); !errors.Is(err, errFrameTooLarge) {
+		t.Fatalf("got %v", err)
+	}
+	kind, payload, err := readFrame(bytes.NewReader(buffer.Bytes()), 200)
+	if err != nil || kind != frameRaft || len(payload) != 100 {
+		t.Fatalf("got %d %d %v", kind, len(payload), err)
+	}
+	if _, _, err := readFrame(strings.NewReader("\x00\x00\x00\x00\x01"), 200); !errors.Is(err, errFrameTooLarge) {
+		t.Fatalf("an empty frame: %v", err)
+	}
+}

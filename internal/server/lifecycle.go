@@ -1,0 +1,129 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidelog/tide/internal/broker"
+	"github.com/tidelog/tide/internal/metadata"
+)
+
+// epochFile remembers the broker epoch of the last incarnation. With
+// flush=always every acknowledged write was synced before it counted, so
+// a restart after any stop, kill -9 included, vouches for the log of the
+// incarnation that wrote it (KIP-966's PreviousBrokerEpoch).
+const epochFile = "broker-epoch"
+
+func (s *Server) openLifecycle() error {
+	previous := metadata.NoBrokerEpoch
+	if text, err := os.ReadFile(path.Join(s.config.DataDir, epochFile)); err == nil {
+		epoch, err := strconv.ParseInt(strings.TrimSpace(string(text)), 10, 64)
+		if err != nil {
+			return fmt.Errorf("%s: %w", epochFile, err)
+		}
+		previous = metadata.BrokerEpoch(epoch)
+	}
+	c := s.config
+	lifecycle, err := broker.NewLifecycle(broker.LifecycleConfig{
+		ID: c.ID, Incarnation: fmt.Sprintf("b%d-%d", c.ID, time.Now().UnixNano()), PreviousEpoch: previous,
+		Voters: c.voters(), HeartbeatTicks: c.ticks(c.BrokerHeartbeat), RequestTimeoutTicks: c.ticks(2 * c.BrokerHeartbeat),
+		MaxEntries: 10000, NewNode: s.newNode,
+	})
+	if err != nil {
+		return err
+	}
+	s.lifecycle = lifecycle
+	return nil
+}
+
+// newNode starts the broker once its incarnation is registered.
+func (s *Server) newNode(epoch metadata.BrokerEpoch) *broker.Node {
+	if err := s.writeEpoch(epoch); err != nil {
+		s.fatal = err
+	}
+	s.log.Info("registered", "broker-epoch", int64(epoch))
+	c := s.config
+	return broker.New(broker.Config{
+		ID: c.ID, FS: s.fs, Dir: path.Join(c.DataDir, "partitions"), FlushAlways: true,
+		SegmentBytes: 64 << 20, MaxBatchBytes: 1 << 20,
+		ReplicaLagTicks: c.ticks(30 * time.Second), FetchRetryTicks: c.ticks(500 * time.Millisecond),
+		ProposalRetryTicks: c.ticks(5 * time.Second), MaxPendingProduces: 10000,
+	}, epoch)
+}
+
+// writeEpoch replaces the epoch file durably.
+func (s *Server) writeEpoch(epoch metadata.BrokerEpoch) error {
+	name := path.Join(s.config.DataDir, epochFile)
+	f, err := s.fs.Create(name + ".tmp")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write([]byte(strconv.FormatInt(int64(epoch), 10) + "\n")); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := s.fs.Rename(name+".tmp", name); err != nil {
+		return err
+	}
+	return s.fs.SyncDir(s.config.DataDir)
+}
+
+// StatusBroker is one broker as a node's metadata has it.
+type StatusBroker struct {
+	ID           int32 `json:"id"`
+	Epoch        int64 `json:"epoch"`
+	Fenced       bool  `json:"fenced"`
+	ShuttingDown bool  `json:"shutting_down"`
+}
+
+// Status is a node's view of the cluster, for operators and tests.
+type Status struct {
+	ID               int32  `json:"id"`
+	Controller       bool   `json:"controller"`
+	Active           bool   `json:"active"`
+	Term             uint64 `json:"term"`
+	Leader           int32  `json:"leader"`
+	RaftApplied      uint64 `json:"raft_applied"`
+	ControllerOffset int64  `json:"controller_metadata_offset"`
+	BrokerEpoch      int64  `json:"broker_epoch"`
+	BrokerOffset     int64  `json:"broker_metadata_offset"`
+	Fenced           bool   `json:"fenced"`
+	// Topics are the topics the broker's metadata holds, and Brokers the
+	// brokers.
+	Topics  []string       `json:"topics"`
+	Brokers []StatusBroker `json:"brokers"`
+	// Metadata is the broker's image as text (metadata.Image.Describe).
+	Metadata string `json:"metadata"`
+}
+
+func (s *Server) status() []byte {
+	status := Status{ID: int32(s.config.ID), Controller: s.quorum != nil, Leader: -1, BrokerEpoch: int64(s.lifecycle.Epoch()), BrokerOffset: -1}
+	if s.quorum != nil {
+		status.Active, status.Term, status.Leader = s.quorum.Active(), s.quorum.Term(), int32(s.quorum.Leader())
+		status.RaftApplied, status.ControllerOffset = s.quorum.AppliedIndex(), s.quorum.Image().Offset()
+	}
+	if node := s.lifecycle.Node(); node != nil {
+		img := node.Image()
+		status.BrokerOffset, status.Topics, status.Metadata = img.Offset(), img.Topics(), img.Describe()
+		for _, b := range img.Brokers() {
+			status.Brokers = append(status.Brokers, StatusBroker{ID: int32(b.ID), Epoch: int64(b.Epoch), Fenced: b.Fenced, ShuttingDown: b.ShuttingDown})
+		}
+		if state, ok := img.Broker(s.config.ID); ok {
+			status.Fenced = state.Fenced || state.Epoch != s.lifecycle.Epoch()
+		}
+	}
+	text, _ := json.Marshal(status)
+	return text
+}

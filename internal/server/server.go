@@ -1,0 +1,316 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/tidelog/tide/internal/broker"
+	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/quorum"
+	"github.com/tidelog/tide/internal/raftlog"
+)
+
+// Server is one running node.
+type Server struct {
+	config    Config
+	log       *slog.Logger
+	fs        disk.FS
+	storage   *raftlog.Storage
+	quorum    *quorum.Quorum // nil when the node is not a voter
+	lifecycle *broker.Lifecycle
+	listener  net.Listener
+	links     map[metadata.BrokerID]*link
+	// brokers are the connections brokers opened to this node's
+	// controller, by broker id, for sending their answers back.
+	brokers map[metadata.BrokerID]*conn
+	inbox   chan event
+	stopped chan struct{}
+	// fatal is the first error of a core (a metadata record that does not
+	// apply): the node stops.
+	fatal error
+}
+
+// event is what the goroutines hand the node loop.
+type event struct {
+	kind    int
+	from    metadata.BrokerID
+	conn    *conn
+	link    *link
+	frame   byte
+	payload []byte
+}
+
+const (
+	eventFrame = iota
+	eventConnUp
+	eventConnDown
+	eventLinkUp
+	eventLinkDown
+)
+
+// New opens a node's storage and its listener; Run runs it.
+func New(config Config) (*Server, error) {
+	if err := config.Validate(); err != nil {
+		return nil, err
+	}
+	config = config.withDefaults()
+	s := &Server{config: config, log: config.Logger.With("node", int(config.ID)), fs: disk.OS(),
+		links: map[metadata.BrokerID]*link{}, brokers: map[metadata.BrokerID]*conn{},
+		inbox: make(chan event, 1024), stopped: make(chan struct{})}
+	if err := s.fs.MkdirAll(config.DataDir); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	if _, voter := config.Controllers[config.ID]; voter {
+		if err := s.openQuorum(); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.openLifecycle(); err != nil {
+		s.closeStorage()
+		return nil, err
+	}
+	listener, err := net.Listen("tcp", config.Listen)
+	if err != nil {
+		s.closeStorage()
+		return nil, fmt.Errorf("controller listener: %w", err)
+	}
+	s.listener = listener
+	for _, id := range config.voters() {
+		if id != config.ID {
+			s.links[id] = &link{to: id, address: config.Controllers[id], server: s}
+		}
+	}
+	return s, nil
+}
+
+func (s *Server) openQuorum() error {
+	storage, err := raftlog.Open(raftlog.Config{FS: s.fs, Dir: path.Join(s.config.DataDir, "metadata")})
+	if err != nil {
+		return fmt.Errorf("metadata log: %w", err)
+	}
+	if report := storage.Recovery(); report != (raftlog.RecoveryReport{}) {
+		s.log.Info("metadata log recovered", "report", fmt.Sprintf("%+v", report))
+	}
+	s.storage = storage
+	c := s.config
+	s.quorum, err = quorum.New(quorum.Config{ID: c.ID, Voters: c.voters(), Storage: storage,
+		ElectionTicks: int(c.ticks(c.ElectionTimeout)), HeartbeatTicks: int(c.ticks(c.RaftHeartbeat)),
+		SessionTimeoutTicks: c.ticks(c.SessionTimeout), SnapshotEntries: 10000, MaxHistoryEntries: 20000,
+		MaxWaitingAnswers: 10000, MaxEntryBytes: 512 << 10, Logger: raftLogger{s.log}})
+	if err != nil {
+		storage.Close()
+		return err
+	}
+	return nil
+}
+
+// Addr is the controller listener's address.
+func (s *Server) Addr() string { return s.listener.Addr().String() }
+
+// Run runs the node until ctx ends, then performs a controlled shutdown
+// (bounded by ShutdownTimeout) and closes everything.
+func (s *Server) Run(ctx context.Context) error {
+	loopCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.acceptLoop(loopCtx)
+	for _, l := range s.links {
+		go l.dialLoop(loopCtx)
+	}
+	s.log.Info("serving", "listen", s.Addr(), "controllers", fmt.Sprint(s.config.Controllers), "data", s.config.DataDir)
+	err := s.loop(ctx)
+	cancel()
+	close(s.stopped)
+	s.listener.Close()
+	return errors.Join(err, s.close())
+}
+
+func (s *Server) close() error {
+	var errs []error
+	if node := s.lifecycle.Node(); node != nil {
+		errs = append(errs, node.Close())
+	}
+	errs = append(errs, s.closeStorage())
+	return errors.Join(errs...)
+}
+
+func (s *Server) closeStorage() error {
+	if s.storage == nil {
+		return nil
+	}
+	return s.storage.Close()
+}
+
+// loop is the node loop: the only goroutine that touches the cores.
+func (s *Server) loop(ctx context.Context) error {
+	ticker := time.NewTicker(s.config.Tick)
+	defer ticker.Stop()
+	var deadline <-chan time.Time
+	done := ctx.Done()
+	for {
+		select {
+		case <-ticker.C:
+			s.tick()
+		case e := <-s.inbox:
+			s.handle(e)
+		case <-done:
+			done = nil
+			s.log.Info("controlled shutdown")
+			s.lifecycle.BeginShutdown()
+			deadline = time.After(s.config.ShutdownTimeout)
+		case <-deadline:
+			s.log.Warn("controlled shutdown timed out; stopping anyway")
+			return nil
+		}
+		if err := s.flush(); err != nil {
+			return err
+		}
+		if s.lifecycle.ShutDown() {
+			s.log.Info("controlled shutdown complete")
+			return nil
+		}
+		if done == nil && s.lifecycle.TicksSinceAnswer() > s.config.ticks(s.config.SessionTimeout) {
+			// With no controller to move its leaderships, waiting longer
+			// changes nothing: the session expiry will fence it instead.
+			s.log.Warn("no active controller answers; stopping without a controlled shutdown")
+			return nil
+		}
+	}
+}
+
+func (s *Server) tick() {
+	if s.quorum != nil {
+		s.quorum.Tick()
+	}
+	s.lifecycle.Tick()
+}
+
+// handle takes one event from a connection.
+func (s *Server) handle(e event) {
+	switch e.kind {
+	case eventLinkUp:
+		e.link.current = e.conn
+	case eventLinkDown:
+		if e.link.current == e.conn {
+			e.link.current = nil
+		}
+	case eventConnUp:
+		// Brokers say hello with their id; admin clients with a negative
+		// one of their own choosing.
+		s.brokers[e.from] = e.conn
+	case eventConnDown:
+		if s.brokers[e.from] == e.conn {
+			delete(s.brokers, e.from)
+		}
+	case eventFrame:
+		s.handleFrame(e)
+	}
+}
+
+func (s *Server) handleFrame(e event) {
+	switch e.frame {
+	case frameRaft:
+		var message raftpb.Message
+		if err := proto.Unmarshal(e.payload, &message); err != nil || s.quorum == nil {
+			s.log.Debug("dropped a raft message", "from", e.from, "error", err)
+			return
+		}
+		if err := s.quorum.Step(&message); err != nil {
+			s.log.Debug("raft refused a message", "from", e.from, "error", err)
+		}
+	case frameRequest:
+		request, err := quorum.DecodeRequest(e.payload)
+		if err != nil || s.quorum == nil || request.From != e.from {
+			s.log.Debug("dropped a controller request", "from", e.from, "error", err)
+			return
+		}
+		s.handleRequest(request)
+	case frameAnswer:
+		answer, err := quorum.DecodeAnswer(e.payload)
+		if err != nil {
+			s.log.Debug("dropped a controller answer", "from", e.from, "error", err)
+			return
+		}
+		s.handleAnswer(answer)
+	case frameStatus:
+		e.conn.send(frameStatus, s.status())
+	default:
+		s.log.Debug("unknown frame", "from", e.from, "type", e.frame)
+	}
+}
+
+func (s *Server) handleRequest(request quorum.Request) {
+	if err := s.quorum.HandleRequest(request); err != nil {
+		s.fatal = err
+	}
+}
+
+func (s *Server) handleAnswer(answer quorum.Answer) {
+	if err := s.lifecycle.HandleAnswer(answer); err != nil {
+		s.fatal = err
+	}
+}
+
+// flush carries out what the cores have for the outside: the broker's
+// requests to controllers, and every quorum Ready.
+func (s *Server) flush() error {
+	for _, out := range s.lifecycle.TakeRequests() {
+		if out.To == s.config.ID && s.quorum != nil {
+			s.handleRequest(out.Request)
+			continue
+		}
+		if l := s.links[out.To]; l != nil {
+			l.send(frameRequest, quorum.EncodeRequest(nil, out.Request))
+		}
+	}
+	if node := s.lifecycle.Node(); node != nil {
+		// Replication between brokers travels with the Kafka protocol,
+		// which this runtime does not carry yet: peer traffic is dropped,
+		// and followers do not catch up (docs/metadata.md).
+		node.TakeOutbox()
+	}
+	for s.quorum != nil && s.quorum.HasReady() && s.fatal == nil {
+		if err := s.carryOut(s.quorum.Ready()); err != nil {
+			return err
+		}
+	}
+	return s.fatal
+}
+
+// carryOut carries out one Ready in its contract's order: persist, then
+// send, then answer and snapshot, then advance.
+func (s *Server) carryOut(rd quorum.Ready) error {
+	if err := rd.Persist(s.storage); err != nil {
+		return fmt.Errorf("metadata log: %w", err)
+	}
+	for _, message := range rd.Messages {
+		payload, err := proto.Marshal(message)
+		if err != nil {
+			return fmt.Errorf("encoding a raft message: %w", err)
+		}
+		if l := s.links[metadata.BrokerID(message.GetTo())]; l != nil {
+			l.send(frameRaft, payload)
+		}
+	}
+	for _, answer := range rd.Answers {
+		switch {
+		case answer.To == s.config.ID:
+			s.handleAnswer(answer)
+		case s.brokers[answer.To] != nil:
+			s.brokers[answer.To].send(frameAnswer, quorum.EncodeAnswer(nil, answer))
+		}
+	}
+	if err := rd.StoreSnapshot(s.storage); err != nil {
+		return fmt.Errorf("metadata log: %w", err)
+	}
+	return s.quorum.Advance()
+}
