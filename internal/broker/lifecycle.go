@@ -36,7 +36,7 @@ type Lifecycle struct {
 	lastHeartbeat int64
 	// lastAnswer is the tick of the last answer from an active controller.
 	lastAnswer int64
-	nextID        uint64
+	nextID     uint64
 	// alters are the ISR proposals sent and not answered, by request id.
 	alters   map[uint64]replica.ISRChange
 	outgoing []Outgoing
