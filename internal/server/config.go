@@ -98,7 +98,7 @@ func (c Config) Validate() error {
 	case c.ID < 1:
 		return fmt.Errorf("node id %d: ids start at 1", c.ID)
 	case len(c.Controllers) == 0:
-		return errors.New("no controllers: give the voter set as id@host:port,...")
+		return errors.New("no controllers: give the voter set as id@host:port,…")
 	case c.DataDir == "":
 		return errors.New("no data directory")
 	case c.Listen == "":
