@@ -35,13 +35,13 @@ var ErrCorrupt = codec.ErrCorrupt
 // Record type tags, stable on disk.
 const (
 	tagRegisterBroker          byte = 1
-	tagUnfenceBroker                = 2
-	tagFenceBroker                  = 3
-	tagBeginControlledShutdown      = 4
-	tagUnregisterBroker             = 5
-	tagCreateTopic                  = 6
-	tagDeleteTopic                  = 7
-	tagPartitionChange              = 8
+	tagUnfenceBroker           byte = 2
+	tagFenceBroker             byte = 3
+	tagBeginControlledShutdown byte = 4
+	tagUnregisterBroker        byte = 5
+	tagCreateTopic             byte = 6
+	tagDeleteTopic             byte = 7
+	tagPartitionChange         byte = 8
 )
 
 // EncodeRecords appends a batch of records to dst.
