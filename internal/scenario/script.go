@@ -30,9 +30,11 @@ import (
 //	state | check [recover]
 //
 // A CONDITION is leader=N|none (the controller elected N, and N knows
-// it), isr=1,2, fenced=N or unfenced=N (the controller and every running
-// broker have it so), stopped=N, running=N, answered (every produce has its
-// answer), or hw@N=O and leo@N=O (broker N's replica).
+// it), isr=1,2 (the controller's ISR, which its leader, if running, has
+// applied), leader-epoch=E (the controller's), fenced=N or unfenced=N (the
+// controller and every running broker have it so), stopped=N, running=N,
+// answered (every produce has its answer), or hw@N=O and leo@N=O (broker
+// N's replica).
 
 // Command is one step of a script: a name and key=value arguments (a value
 // may list several, comma-separated; a bare key is a flag).

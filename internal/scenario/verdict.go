@@ -44,7 +44,19 @@ func parseCondition(s *sim.Script, text string) func() bool {
 			want = append(want, parseBroker(field))
 		}
 		slices.Sort(want)
-		return func() bool { got := slices.Clone(partition().ISR); slices.Sort(got); return slices.Equal(got, want) }
+		return func() bool {
+			state := partition()
+			got := slices.Clone(state.ISR)
+			slices.Sort(got)
+			leaderKnows := !s.Running(state.Leader) || s.Applied(state.Leader)
+			return slices.Equal(got, want) && leaderKnows
+		}
+	case name == "leader-epoch":
+		var want int
+		if _, err := fmt.Sscan(value, &want); err != nil {
+			fail("leader-epoch=%q: not an epoch", value)
+		}
+		return func() bool { return int(partition().LeaderEpoch) == want }
 	case name == "fenced", name == "unfenced":
 		id := parseBroker(value)
 		return func() bool {
@@ -61,7 +73,7 @@ func parseCondition(s *sim.Script, text string) func() bool {
 	case strings.HasPrefix(name, "hw@"), strings.HasPrefix(name, "leo@"):
 		return offsetCondition(s, name, value)
 	}
-	fail("unknown condition %q (leader=N|none, isr=1,2, fenced=N, unfenced=N, stopped=N, running=N, answered, hw@N=O, leo@N=O)", text)
+	fail("unknown condition %q (leader=N|none, isr=1,2, leader-epoch=E, fenced=N, unfenced=N, stopped=N, running=N, answered, hw@N=O, leo@N=O)", text)
 	return nil
 }
 

@@ -68,6 +68,17 @@ func (s *Script) Leads(id metadata.BrokerID) bool {
 	return hosted && r.Role() == replica.Leader && r.State().LeaderEpoch == state.LeaderEpoch
 }
 
+// Applied reports whether a broker is running and its replica has applied
+// the controller's current state of the partition (its partition epoch).
+func (s *Script) Applied(id metadata.BrokerID) bool {
+	state, ok := s.Partition()
+	if !ok || !s.Running(id) {
+		return false
+	}
+	r, _, hosted := s.w.broker(id).node.Replica(s.partition)
+	return hosted && r.State().PartitionEpoch == state.PartitionEpoch
+}
+
 // PowerLosses counts the power losses the script caused.
 func (s *Script) PowerLosses() int { return s.powerLosses }
 
