@@ -33,8 +33,9 @@ import (
 // it), isr=1,2 (the controller's ISR, which its leader, if running, has
 // applied), leader-epoch=E (the controller's), fenced=N or unfenced=N (the
 // controller and every running broker have it so), stopped=N, running=N,
-// answered (every produce has its answer), or hw@N=O and leo@N=O (broker
-// N's replica).
+// answered (every produce has its answer), or hw@N=O, leo@N=O and
+// epoch@N=E (broker N's replica's high watermark, log end offset and leader
+// epoch).
 
 // Command is one step of a script: a name and key=value arguments (a value
 // may list several, comma-separated; a bare key is a flag).

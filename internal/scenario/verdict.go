@@ -70,10 +70,10 @@ func parseCondition(s *sim.Script, text string) func() bool {
 	case name == "stopped", name == "running":
 		id := parseBroker(value)
 		return func() bool { return s.Running(id) == (name == "running") }
-	case strings.HasPrefix(name, "hw@"), strings.HasPrefix(name, "leo@"):
+	case strings.HasPrefix(name, "hw@"), strings.HasPrefix(name, "leo@"), strings.HasPrefix(name, "epoch@"):
 		return offsetCondition(s, name, value)
 	}
-	fail("unknown condition %q (leader=N|none, isr=1,2, leader-epoch=E, fenced=N, unfenced=N, stopped=N, running=N, answered, hw@N=O, leo@N=O)", text)
+	fail("unknown condition %q (leader=N|none, isr=1,2, leader-epoch=E, fenced=N, unfenced=N, stopped=N, running=N, answered, hw@N=O, leo@N=O, epoch@N=E)", text)
 	return nil
 }
 
@@ -85,9 +85,12 @@ func offsetCondition(s *sim.Script, name, value string) func() bool {
 		fail("%s=%q: not an offset", name, value)
 	}
 	return func() bool {
-		highWatermark, logEndOffset, ok := s.Offsets(broker)
-		if which == "hw" {
+		highWatermark, logEndOffset, leaderEpoch, ok := s.Offsets(broker)
+		switch which {
+		case "hw":
 			return ok && highWatermark == want
+		case "epoch":
+			return ok && record.Offset(leaderEpoch) == want
 		}
 		return ok && logEndOffset == want
 	}

@@ -45,16 +45,17 @@ func (s *Script) Running(id metadata.BrokerID) bool {
 	return err == nil && b.up && !b.paused && b.node != nil
 }
 
-// Offsets returns a running replica's high watermark and log end offset.
-func (s *Script) Offsets(id metadata.BrokerID) (highWatermark, logEndOffset record.Offset, ok bool) {
+// Offsets returns a running replica's high watermark, log end offset and
+// the leader epoch it is in.
+func (s *Script) Offsets(id metadata.BrokerID) (highWatermark, logEndOffset record.Offset, leaderEpoch record.LeaderEpoch, ok bool) {
 	if !s.Running(id) || !s.topic {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	r, _, ok := s.w.broker(id).node.Replica(s.partition)
 	if !ok {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	return r.HighWatermark(), r.LogEndOffset(), true
+	return r.HighWatermark(), r.LogEndOffset(), r.State().LeaderEpoch, true
 }
 
 // Leads reports whether a broker is running and its replica leads the
