@@ -132,9 +132,6 @@ func (s *Script) Output() []string {
 	return out
 }
 
-// Now is the virtual time, in ticks.
-func (s *Script) Now() int64 { return s.w.now }
-
 // broker returns a broker by id, or an error naming the ids there are.
 func (s *Script) broker(id metadata.BrokerID) (*brokerProcess, error) {
 	if id < 1 || int(id) > len(s.w.brokers) {

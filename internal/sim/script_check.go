@@ -18,11 +18,6 @@ func (s *Script) Partition() (metadata.PartitionState, bool) {
 	return s.w.controller.image.Partition(s.partition)
 }
 
-// Broker is a broker's registration as the controller has it.
-func (s *Script) Broker(id metadata.BrokerID) (metadata.BrokerState, bool) {
-	return s.w.controller.image.Broker(id)
-}
-
 // BrokerViews is a broker's registration as the controller and every
 // running broker have it: a change has reached the cluster when every view
 // shows it.

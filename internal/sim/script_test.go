@@ -105,3 +105,64 @@ func TestScriptRefusesBadInput(t *testing.T) {
 		}
 	}
 }
+
+// The other verbs do what a seed needs of them: a consumer fetch, a pause
+// long enough to be fenced, a controlled shutdown that moves leadership,
+// a preferred election that moves it back, and held messages taken by
+// kind, newest first.
+func TestScriptVerbs(t *testing.T) {
+	s, err := NewScript(ScriptConfig{Brokers: 3, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait := func(what string, condition func() bool) {
+		t.Helper()
+		if _, ok := s.RunUntil(condition, 1000); !ok {
+			t.Fatalf("%s did not happen:\n%s\n%s", what, strings.Join(s.Output(), "\n"), s.State())
+		}
+	}
+	leader := func() metadata.BrokerID { state, _ := s.Partition(); return state.Leader }
+	fenced := func(id metadata.BrokerID) bool { return s.BrokerViews(id)[0].Fenced }
+	must(s.CreateTopic("t", []metadata.BrokerID{1, 2, 3}, 1))
+	must(s.Produce(1, 5, replica.AcksAll))
+	wait("the ack", s.Answered)
+	wait("the high watermark on 2", func() bool { hw, _, _, _ := s.Offsets(2); return hw == 5 })
+	s.Output()
+	must(s.Fetch(1, 0))
+	if out := strings.Join(s.Output(), "\n"); !strings.Contains(out, "fetch answered by 1: records=[0, 5) hw=5") {
+		t.Errorf("consumer fetch: %s", out)
+	}
+
+	must(s.Pause(2))
+	wait("broker 2 fenced while paused", func() bool { return fenced(2) })
+	must(s.Resume(2))
+	wait("broker 2 unfenced after resuming", func() bool { return !fenced(2) })
+
+	must(s.Shutdown(1))
+	wait("the controlled shutdown", func() bool { return !s.Running(1) && leader() != 1 && leader() != metadata.NoBroker })
+	must(s.Restart(1))
+	wait("broker 1 back in the ISR", func() bool { state, _ := s.Partition(); return len(state.ISR) == 3 })
+	must(s.ElectPreferred())
+	wait("the preferred leader", func() bool { return s.Leads(1) })
+
+	must(s.Hold(ControllerEndpoint, 3))
+	must(s.Tick(12))
+	must(s.Deliver(ControllerEndpoint, 3, Pick{Kind: "fetch"}, 0))
+	if out := strings.Join(s.Output(), "\n"); !strings.Contains(out, "nothing held on controller->3") {
+		t.Errorf("a kind with nothing held: %s", out)
+	}
+	must(s.Deliver(ControllerEndpoint, 3, Pick{Kind: "metadata", Newest: true, Count: 2}, 0))
+	if out := strings.Join(s.Output(), "\n"); strings.Count(out, "delivered controller->3 metadata") != 2 {
+		t.Errorf("two metadata answers: %s", out)
+	}
+	must(s.Release(ControllerEndpoint, 3))
+	if v := s.Recover(); v != nil {
+		t.Fatalf("did not recover: %s", v)
+	}
+}
