@@ -93,7 +93,7 @@ func Parse(name, text string) ([]Step, error) {
 
 func parseCommand(position, line string) Command {
 	fields := strings.Fields(line)
-	command := Command{Name: fields[0], Args: map[string][]string{}, Line: position}
+	command := Command{Name: fields[0], Args: map[string][]string{}, Line: position, Text: strings.Join(fields, " ")}
 	for _, field := range fields[1:] {
 		key, value, hasValue := strings.Cut(field, "=")
 		if !hasValue {
@@ -145,7 +145,12 @@ func Replay(name string, legacy bool, out io.Writer) (verdict string, safe bool,
 	return verdict, verdict == "verdict: safe", nil
 }
 
+// commandText is the command as the script wrote it, or, for a command
+// built elsewhere, its name and sorted arguments.
 func commandText(command Command) string {
+	if command.Text != "" {
+		return command.Text
+	}
 	keys := make([]string, 0, len(command.Args))
 	for key := range command.Args {
 		keys = append(keys, key)

@@ -42,7 +42,10 @@ import (
 type Command struct {
 	Name string
 	Args map[string][]string
+	// Line is where the command is (file:line); Text is the command as
+	// written, when parsed from a script.
 	Line string
+	Text string
 }
 
 // scriptError is bad script input, raised as a panic inside a step and
