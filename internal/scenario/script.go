@@ -8,7 +8,6 @@ import (
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
-	"github.com/tidelog/tide/internal/rules"
 	"github.com/tidelog/tide/internal/sim"
 )
 
@@ -111,11 +110,9 @@ func newScript(d Command) *sim.Script {
 	if flush := d.stringArg("flush", "always"); flush != "always" && flush != "never" {
 		fail("flush=%s: always or never", flush)
 	}
-	for _, name := range d.stringArgs("legacy") {
-		rule, err := rules.Parse(name)
-		must(err)
-		config.Legacy = append(config.Legacy, rule)
-	}
+	legacy, err := sim.ParseLegacy(d.stringArgs("legacy"))
+	must(err)
+	config.Legacy = legacy
 	s, err := sim.NewScript(config)
 	must(err)
 	return s
