@@ -142,9 +142,12 @@ func (s *Script) Heal(from, to Endpoint) error {
 // Crash kills a broker process; with powerLoss its disk keeps only what it
 // had synced. It stays down until Restart.
 func (s *Script) Crash(id metadata.BrokerID, powerLoss bool) error {
-	b, err := s.runningBroker(id)
+	b, err := s.broker(id)
 	if err != nil {
 		return err
+	}
+	if !b.up {
+		return fmt.Errorf("broker %d is not running", id) // a paused one may crash
 	}
 	s.remember(b)
 	if powerLoss {
