@@ -14,9 +14,12 @@ func newScenarioCommand() *cobra.Command {
 		Short: "Replay the seed bugs step by step",
 		Long: `Replays each Kafka data-loss bug tide designs out (KAFKA-7128, KAFKA-6880,
 KAFKA-2334, KAFKA-4414, the KAFKA-1211 mailing-list thread, and a power loss
-with unsynced acks) step by step as its text tells it, printing the replica
-table the seed draws, and ending with a verdict. With --legacy the rule that
-prevents the failure is switched off, and the failure happens.`,
+with unsynced acks) step by step as its text tells it, on the simulator: whole
+brokers over their partition logs on in-memory disks, the controller's real
+decisions, and the simulated network, with the script holding and delivering
+messages one by one. It prints the replica table the seed draws and ends with
+the checker's verdict. With --legacy the rule that prevents the failure is
+switched off, and the failure happens.`,
 	}
 	command.AddCommand(&cobra.Command{
 		Use:   "list",

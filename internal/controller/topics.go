@@ -2,6 +2,7 @@ package controller
 
 import (
 	"hash/fnv"
+	"slices"
 
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,6 +25,11 @@ type CreateTopicRequest struct {
 	// 0 (the request's field is the one that counts) and its
 	// MinInsyncReplicas 0 for Kafka's default of 1.
 	Config metadata.TopicConfig
+	// Assignments, if set, places each partition's replicas explicitly, in
+	// order (the first is the preferred leader): Kafka's CreateTopics
+	// Assignments, which an operator uses to pin leaders and the scenarios
+	// use to follow a seed's replica names. One list per partition.
+	Assignments [][]metadata.BrokerID
 }
 
 // CreateTopic decides a topic's creation: the CreateTopic record, or a code.
@@ -41,7 +47,9 @@ type CreateTopicRequest struct {
 // TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS below 1 or above
 // MaxPartitionsPerTopic, INVALID_REPLICATION_FACTOR below 1, inconsistent
 // with the config, or above the number of available brokers (a replica
-// placed on a fenced broker could not join the ISR), INVALID_CONFIG for
+// placed on a fenced broker could not join the ISR),
+// INVALID_REPLICA_ASSIGNMENT for explicit assignments that do not give each
+// partition that many distinct available brokers, INVALID_CONFIG for
 // min.insync.replicas below 1 or above the replication factor (acks=all
 // writes could never succeed; Kafka accepts this, tide refuses it).
 func CreateTopic(img *metadata.Image, request CreateTopicRequest) ([]metadata.Record, int16, error) {
@@ -73,12 +81,18 @@ func CreateTopic(img *metadata.Image, request CreateTopicRequest) ([]metadata.Re
 	if request.ReplicationFactor > len(available) {
 		return nil, kerr.InvalidReplicationFactor.Code, nil
 	}
+	if request.Assignments != nil && !validAssignments(request, available) {
+		return nil, kerr.InvalidReplicaAssignment.Code, nil
+	}
 	record := metadata.CreateTopic{Name: request.Name, Config: config}
 	start := placementStart(request.Name, len(available))
 	for partition := range request.Partitions {
 		replicas := make([]metadata.BrokerID, request.ReplicationFactor)
 		for i := range replicas {
 			replicas[i] = available[(start+partition+i)%len(available)]
+		}
+		if request.Assignments != nil {
+			replicas = slices.Clone(request.Assignments[partition])
 		}
 		record.Partitions = append(record.Partitions, metadata.PartitionState{
 			TopicPartition: metadata.TopicPartition{Topic: request.Name, Partition: int32(partition)},
@@ -92,6 +106,25 @@ func CreateTopic(img *metadata.Image, request CreateTopicRequest) ([]metadata.Re
 		return nil, 0, err
 	}
 	return d.records, 0, nil
+}
+
+// validAssignments checks explicit assignments: one per partition, each of
+// replication-factor distinct brokers that may host a replica.
+func validAssignments(request CreateTopicRequest, available []metadata.BrokerID) bool {
+	if len(request.Assignments) != request.Partitions {
+		return false
+	}
+	for _, replicas := range request.Assignments {
+		if len(replicas) != request.ReplicationFactor {
+			return false
+		}
+		for i, id := range replicas {
+			if !slices.Contains(available, id) || slices.Contains(replicas[:i], id) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // placementStart is the broker index where a topic's placement starts: FNV-1a

@@ -38,6 +38,16 @@ func TestCreateTopicCodes(t *testing.T) {
 			Config: metadata.TopicConfig{MinInsyncReplicas: 3}}, kerr.InvalidConfig.Code},
 		{"negative min.insync", CreateTopicRequest{Name: "orders", Partitions: 1, ReplicationFactor: 2,
 			Config: metadata.TopicConfig{MinInsyncReplicas: -1}}, kerr.InvalidConfig.Code},
+		{"assigned", CreateTopicRequest{Name: "orders", Partitions: 1, ReplicationFactor: 2,
+			Assignments: [][]metadata.BrokerID{{3, 1}}}, 0},
+		{"assignment per partition", CreateTopicRequest{Name: "orders", Partitions: 2, ReplicationFactor: 2,
+			Assignments: [][]metadata.BrokerID{{3, 1}}}, kerr.InvalidReplicaAssignment.Code},
+		{"assignment repeats a broker", CreateTopicRequest{Name: "orders", Partitions: 1, ReplicationFactor: 2,
+			Assignments: [][]metadata.BrokerID{{3, 3}}}, kerr.InvalidReplicaAssignment.Code},
+		{"assignment to a shutting-down broker", CreateTopicRequest{Name: "orders", Partitions: 1, ReplicationFactor: 2,
+			Assignments: [][]metadata.BrokerID{{1, 4}}}, kerr.InvalidReplicaAssignment.Code},
+		{"assignment of the wrong size", CreateTopicRequest{Name: "orders", Partitions: 1, ReplicationFactor: 2,
+			Assignments: [][]metadata.BrokerID{{1, 2, 3}}}, kerr.InvalidReplicaAssignment.Code},
 	}
 	for _, test := range tests {
 		t.Run(test.name, func(t *testing.T) {
@@ -49,6 +59,21 @@ func TestCreateTopicCodes(t *testing.T) {
 				t.Errorf("got %d records with %s", len(records), CodeName(code))
 			}
 		})
+	}
+}
+
+// An explicit assignment is kept in its order: its first replica leads.
+func TestCreateTopicAssigned(t *testing.T) {
+	c := newCluster(t)
+	c.register(1, 2, 3)
+	records, code, err := CreateTopic(c.image, CreateTopicRequest{Name: "orders", Partitions: 1, ReplicationFactor: 3,
+		Assignments: [][]metadata.BrokerID{{2, 3, 1}}})
+	if err != nil || code != 0 {
+		t.Fatal(CodeName(code), err)
+	}
+	partition := records[0].(metadata.CreateTopic).Partitions[0]
+	if !slices.Equal(partition.Replicas, []metadata.BrokerID{2, 3, 1}) || partition.Leader != 2 || !slices.Equal(partition.ISR, partition.Replicas) {
+		t.Errorf("got %v", partition)
 	}
 }
 

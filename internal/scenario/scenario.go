@@ -1,10 +1,21 @@
-// Package scenario replays the seed documents' failures step by step: a
-// cluster of replicas of one partition (the real replication core, over
-// in-memory logs) driven one message at a time by a script that follows the
-// seed's text and numbers, printing the replica table the seed draws after
-// the steps that matter and ending with a verdict. Each seed has a script
-// with every rule on (verdict: safe) and one with its rule switched off
-// (the seed's failure). `tide scenario` runs them.
+// Package scenario replays the seed documents' failures step by step on
+// the simulator (internal/sim's scripted mode): whole brokers
+// (internal/broker over internal/commitlog on crashable in-memory disks),
+// the simulator's logical controller running the real internal/controller
+// decisions, and its network. A script follows a seed's text and numbers:
+// it holds a link and delivers or drops its messages one by one, crashes,
+// pauses, cuts and shuts brokers down, runs a preferred election, and lets
+// the cluster run until something happens. Leaders change only the way they
+// do in a cluster: the controller fences a broker, moves leadership on a
+// controlled shutdown, or elects the preferred replica. The script prints the
+// replica table the seed draws after the steps that matter and ends with the
+// checker's verdict. Each seed has a script with every rule on (verdict:
+// safe) and one with its rule switched off (the seed's failure). `tide
+// scenario` runs them.
+//
+// The _test.go files also hold a second, smaller harness: the pure
+// replication core over in-memory logs with a hand-made controller, which
+// TestRandomSchedules drives through random schedules.
 package scenario
 
 import (
@@ -14,6 +25,8 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
+
+	"github.com/tidelog/tide/internal/sim"
 )
 
 //go:embed scenarios/*
@@ -80,7 +93,7 @@ func Parse(name, text string) ([]Step, error) {
 
 func parseCommand(position, line string) Command {
 	fields := strings.Fields(line)
-	command := Command{Name: fields[0], Args: map[string][]string{}, Line: position}
+	command := Command{Name: fields[0], Args: map[string][]string{}, Line: position, Text: strings.Join(fields, " ")}
 	for _, field := range fields[1:] {
 		key, value, hasValue := strings.Cut(field, "=")
 		if !hasValue {
@@ -108,20 +121,22 @@ func Replay(name string, legacy bool, out io.Writer) (verdict string, safe bool,
 	if err != nil {
 		return "", false, err
 	}
-	var c *cluster
+	var s *sim.Script
 	for _, step := range steps {
 		for _, line := range step.Comment {
 			fmt.Fprintf(out, "# %s\n", line)
 		}
 		fmt.Fprintf(out, "> %s\n", commandText(step.Command))
 		var output string
-		if c, output, err = Run(c, step.Command); err != nil {
+		if s, output, err = Run(s, step.Command); err != nil {
 			return "", false, err
 		}
 		fmt.Fprint(out, output)
 		fmt.Fprintln(out)
-		if step.Command.Name == "check" {
-			verdict = strings.TrimSpace(output)
+		for _, line := range strings.Split(output, "\n") {
+			if strings.HasPrefix(line, "verdict: ") {
+				verdict = line
+			}
 		}
 	}
 	if verdict == "" {
@@ -130,7 +145,12 @@ func Replay(name string, legacy bool, out io.Writer) (verdict string, safe bool,
 	return verdict, verdict == "verdict: safe", nil
 }
 
+// commandText is the command as the script wrote it, or, for a command
+// built elsewhere, its name and sorted arguments.
 func commandText(command Command) string {
+	if command.Text != "" {
+		return command.Text
+	}
 	keys := make([]string, 0, len(command.Args))
 	for key := range command.Args {
 		keys = append(keys, key)

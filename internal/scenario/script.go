@@ -8,63 +8,189 @@ import (
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
-	"github.com/tidelog/tide/internal/rules"
+	"github.com/tidelog/tide/internal/sim"
 )
 
-// The script commands, each a step of a seed as its text tells it:
+// The script verbs, each a step of a seed as its text tells it, run on the
+// simulator (sim.Script): whole brokers, the logical controller's real
+// decisions, the simulated network with one-tick messages.
 //
-//	cluster brokers=N [min-isr=N] [flush=always|never] [auto-sync=false] [legacy=RULE,...]
-//	elect leader=N isr=1,2 [deliver=all|none|1,2] [unclean]   new leader epoch from the controller
+//	cluster brokers=N [flush=never] [manual-sync] [legacy=RULE,...] [seed=S]
+//	topic replicas=1,2,3 [min-isr=N] [name=T]    replicas in order; the first is preferred
 //	produce broker=N [count=M] [acks=all|1|0]
-//	deliver [from=N|controller] [to=N|controller] [count=N] [max-bytes=N] [newest]
-//	drop [from=N|controller] [to=N|controller] [count=N]
-//	stabilize                                       deliver until only idle fetches are in flight
-//	tick [n=N]
-//	crash broker=N | restart broker=N | sync broker=N
-//	metadata broker=N                               the controller resends the partition state
-//	list-offsets broker=N | consume broker=N from=O
-//	state                                           the replicas as the seeds draw them
-//	check                                           the verdict
+//	hold from=N to=M | release from=N to=M        N, M: a broker or "controller"
+//	deliver from=N to=M [count=K] [newest] [kind=K] [max-bytes=B]
+//	drop from=N to=M [count=K] [newest] [kind=K]   K: fetch, fetch-response, metadata, ...
+//	cut from=N to=M [both] | heal from=N to=M [both]
+//	crash broker=N [power-loss] | restart broker=N | pause broker=N | resume broker=N
+//	shutdown broker=N | elect-preferred | sync broker=N
+//	list-offsets broker=N | fetch broker=N [from=O]
+//	tick [n=N] | run until=CONDITION [limit=N] | stabilize
+//	state | check [recover]
+//
+// A CONDITION is leader=N|none (the controller elected N, and N knows
+// it), isr=1,2 (the controller's ISR, which its leader, if running, has
+// applied), leader-epoch=E (the controller's), fenced=N or unfenced=N (the
+// controller and every running broker have it so), stopped=N, running=N,
+// answered (every produce has its answer), or hw@N=O, leo@N=O and
+// epoch@N=E (broker N's replica's high watermark, log end offset and leader
+// epoch).
 
 // Command is one step of a script: a name and key=value arguments (a value
 // may list several, comma-separated; a bare key is a flag).
 type Command struct {
 	Name string
 	Args map[string][]string
+	// Line is where the command is (file:line); Text is the command as
+	// written, when parsed from a script.
 	Line string
+	Text string
 }
 
-// scriptError is a bad command, raised as a panic inside a step and
-// returned by Run.
+// scriptError is bad script input, raised as a panic inside a step and
+// returned by Run as an error naming the script line.
 type scriptError string
 
 func fail(format string, args ...any) { panic(scriptError(fmt.Sprintf(format, args...))) }
 
-// Run executes a command against the cluster the script built (nil before
-// its cluster command) and returns the cluster and the command's output.
-func Run(c *cluster, d Command) (result *cluster, out string, err error) {
+// must turns a verb's error into a script error.
+func must(err error) {
+	if err != nil {
+		fail("%v", err)
+	}
+}
+
+// defaultLimitTicks bounds run and stabilize unless a script says.
+const defaultLimitTicks = 5000
+
+// Run executes a command against the script's run (nil before its cluster
+// command) and returns the run and the command's output. A bad command is
+// an error; a panic of the system under test is the run's violation.
+func Run(s *sim.Script, d Command) (result *sim.Script, out string, err error) {
+	result = s
 	defer func() {
-		if recovered := recover(); recovered != nil {
-			message, ok := recovered.(scriptError)
-			if !ok {
-				panic(recovered)
-			}
+		recovered := recover()
+		switch message, isScriptError := recovered.(scriptError); {
+		case recovered == nil:
+		case isScriptError:
 			err = fmt.Errorf("%s: %s", d.Line, string(message))
+		case result != nil:
+			result.Fail(recovered)
+			out += joinLines(result.Output()) + fmt.Sprintf("the cluster failed: %v\n", recovered)
+		default:
+			panic(recovered)
 		}
 	}()
 	if d.Name == "cluster" {
-		c = newScriptCluster(d)
-		return c, c.describe(), nil
+		if s != nil {
+			fail("a script has one cluster")
+		}
+		result = newScript(d)
+		return result, joinLines(result.Output()), nil
 	}
-	if c == nil {
-		fail("no cluster yet")
+	if s == nil {
+		fail("no cluster yet (a script starts with cluster)")
 	}
-	out = runCommand(c, d)
-	for _, line := range c.log {
-		out += line + "\n"
+	own := runCommand(s, d)
+	return s, joinLines(s.Output()) + own, nil
+}
+
+func joinLines(lines []string) string {
+	if len(lines) == 0 {
+		return ""
 	}
-	c.log = nil
-	return c, out, nil
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func newScript(d Command) *sim.Script {
+	config := sim.ScriptConfig{
+		Brokers: d.intArg("brokers", 3), Seed: uint64(d.intArg("seed", 1)),
+		FlushNever: d.stringArg("flush", "always") == "never", ManualSync: d.has("manual-sync"),
+	}
+	if flush := d.stringArg("flush", "always"); flush != "always" && flush != "never" {
+		fail("flush=%s: always or never", flush)
+	}
+	legacy, err := sim.ParseLegacy(d.stringArgs("legacy"))
+	must(err)
+	config.Legacy = legacy
+	s, err := sim.NewScript(config)
+	must(err)
+	return s
+}
+
+// runCommand runs one verb and returns its own output.
+func runCommand(s *sim.Script, d Command) string {
+	switch d.Name {
+	case "topic":
+		must(s.CreateTopic(d.stringArg("name", "t"), d.brokerList("replicas"), d.intArg("min-isr", 1)))
+	case "produce":
+		must(s.Produce(d.brokerArg("broker"), d.intArg("count", 1), d.acksArg()))
+	case "hold", "release", "deliver", "drop", "cut", "heal":
+		linkCommand(s, d)
+	case "crash":
+		must(s.Crash(d.brokerArg("broker"), d.has("power-loss")))
+	case "restart":
+		must(s.Restart(d.brokerArg("broker")))
+	case "pause":
+		must(s.Pause(d.brokerArg("broker")))
+	case "resume":
+		must(s.Resume(d.brokerArg("broker")))
+	case "shutdown":
+		must(s.Shutdown(d.brokerArg("broker")))
+	case "elect-preferred":
+		must(s.ElectPreferred())
+	case "sync":
+		must(s.Sync(d.brokerArg("broker")))
+	case "list-offsets":
+		must(s.ListOffsets(d.brokerArg("broker")))
+	case "fetch":
+		must(s.Fetch(d.brokerArg("broker"), record.Offset(d.intArg("from", 0))))
+	case "tick":
+		must(s.Tick(int64(d.intArg("n", 1))))
+	case "run":
+		return runUntil(s, d)
+	case "stabilize":
+		ticks, ok := s.Stabilize(int64(d.intArg("limit", defaultLimitTicks)))
+		if !ok {
+			fail("stabilize: the cluster did not settle within %d ticks", ticks)
+		}
+		return fmt.Sprintf("stable after %d ticks\n", ticks)
+	case "state":
+		return s.State()
+	case "check":
+		return check(s, d.has("recover"))
+	default:
+		fail("unknown command %q", d.Name)
+	}
+	return ""
+}
+
+func linkCommand(s *sim.Script, d Command) {
+	from, to := d.endpointArg("from"), d.endpointArg("to")
+	switch d.Name {
+	case "hold":
+		must(s.Hold(from, to))
+	case "release":
+		must(s.Release(from, to))
+	case "deliver":
+		must(s.Deliver(from, to, d.pickArgs(), int64(d.intArg("max-bytes", 0))))
+	case "drop":
+		must(s.Drop(from, to, d.pickArgs()))
+	case "cut":
+		must(s.Cut(from, to))
+		if d.has("both") {
+			must(s.Cut(to, from))
+		}
+	case "heal":
+		must(s.Heal(from, to))
+		if d.has("both") {
+			must(s.Heal(to, from))
+		}
+	}
+}
+
+func (d Command) pickArgs() sim.Pick {
+	return sim.Pick{Count: d.intArg("count", 1), Newest: d.has("newest"), Kind: d.stringArg("kind", "")}
 }
 
 func (d Command) has(key string) bool { _, ok := d.Args[key]; return ok }
@@ -90,174 +216,43 @@ func (d Command) intArg(key string, fallback int) int {
 	return value
 }
 
-func (d Command) brokerArg(key string) metadata.BrokerID { return parseBroker(d.stringArg(key, "")) }
+func (d Command) acksArg() int16 {
+	acks, ok := map[string]int16{"all": replica.AcksAll, "-1": replica.AcksAll, "1": replica.AcksLeader, "0": replica.AcksNone}[d.stringArg("acks", "all")]
+	if !ok {
+		fail("acks=%s: all, 1 or 0", d.stringArg("acks", ""))
+	}
+	return acks
+}
 
-func (d Command) endpointArg(key string) (metadata.BrokerID, bool) {
+func (d Command) brokerArg(key string) metadata.BrokerID {
 	if !d.has(key) {
-		return 0, false
+		fail("%s needs %s=N", d.Name, key)
 	}
+	return parseBroker(d.stringArg(key, ""))
+}
+
+func (d Command) brokerList(key string) []metadata.BrokerID {
+	if len(d.stringArgs(key)) == 0 {
+		fail("%s needs %s=N,M,...", d.Name, key)
+	}
+	var ids []metadata.BrokerID
+	for _, name := range d.stringArgs(key) {
+		ids = append(ids, parseBroker(name))
+	}
+	return ids
+}
+
+func (d Command) endpointArg(key string) sim.Endpoint {
 	if d.stringArg(key, "") == "controller" {
-		return controllerID, true
+		return sim.ControllerEndpoint
 	}
-	return d.brokerArg(key), true
+	return d.brokerArg(key)
 }
 
 func parseBroker(text string) metadata.BrokerID {
 	id, err := strconv.Atoi(strings.TrimPrefix(text, "r"))
-	if err != nil {
-		fail("bad broker %q", text)
+	if err != nil || id < 1 {
+		fail("bad broker %q (brokers are 1, 2, ... or r1, r2, ...)", text)
 	}
 	return metadata.BrokerID(id)
-}
-
-func newScriptCluster(d Command) *cluster {
-	var legacy []rules.Rule
-	if d.has("legacy") {
-		for _, name := range d.stringArgs("legacy") {
-			rule, err := rules.Parse(name)
-			if err != nil {
-				fail("%v", err)
-			}
-			legacy = append(legacy, rule)
-		}
-	}
-	config := testConfig(d.stringArg("flush", "always") == "always", legacy)
-	config.MinInsyncReplicas = d.intArg("min-isr", 1)
-	c := newCluster(d.intArg("brokers", 3), config)
-	c.autoSync = d.stringArg("auto-sync", "true") == "true"
-	return c
-}
-
-func runCommand(c *cluster, d Command) string {
-	switch d.Name {
-	case "elect":
-		return elect(c, d)
-	case "produce":
-		acks := map[string]int16{"all": replica.AcksAll, "1": replica.AcksLeader, "0": replica.AcksNone}[d.stringArg("acks", "all")]
-		c.produce(d.brokerArg("broker"), d.intArg("count", 1), acks)
-		return ""
-	case "deliver", "drop":
-		return moveMessages(c, d)
-	case "stabilize":
-		for i := 0; c.deliverBusy(); i++ {
-			if i > 10000 {
-				fail("stabilize: the cluster does not quiesce")
-			}
-		}
-		return ""
-	case "tick":
-		for n := d.intArg("n", 1); n > 0; n-- {
-			for _, id := range c.ids() {
-				if c.brokers[id].alive {
-					c.brokers[id].replica.Tick()
-					c.process(id)
-				}
-			}
-		}
-		return ""
-	case "crash":
-		c.crash(d.brokerArg("broker"))
-		return ""
-	case "restart":
-		id := d.brokerArg("broker")
-		c.start(id)
-		state := c.state.Clone()
-		c.send(envelope{from: controllerID, to: id, partitionState: &state})
-		return ""
-	case "metadata":
-		// The controller sends the current partition state again, as a
-		// broker that reconnects gets it.
-		id := d.brokerArg("broker")
-		state := c.state.Clone()
-		c.send(envelope{from: controllerID, to: id, partitionState: &state})
-		return ""
-	case "sync":
-		c.sync(d.brokerArg("broker"))
-		c.process(d.brokerArg("broker"))
-		return ""
-	case "list-offsets":
-		id := d.brokerArg("broker")
-		c.brokers[id].replica.HandleListOffsets(replica.ListOffsetsRequest{ReplicaID: replica.ConsumerReplicaID, CurrentLeaderEpoch: record.NoLeaderEpoch, Timestamp: replica.LatestTimestamp})
-		c.process(id)
-		return ""
-	case "consume":
-		id := d.brokerArg("broker")
-		c.brokers[id].replica.HandleFetch(replica.FetchRequest{ReplicaID: replica.ConsumerReplicaID, CurrentLeaderEpoch: record.NoLeaderEpoch, FetchOffset: record.Offset(d.intArg("from", 0)), LastFetchedEpoch: record.NoLeaderEpoch, MaxBytes: 1 << 20})
-		c.process(id)
-		return ""
-	case "state":
-		return c.describe()
-	case "check":
-		failures := c.verdict()
-		if len(failures) == 0 {
-			return "verdict: safe\n"
-		}
-		return "verdict: " + strings.Join(failures, "; ") + "\n"
-	}
-	fail("%s: unknown command %q", d.Line, d.Name)
-	return ""
-}
-
-// elect has the controller start a new leader epoch with the given leader
-// and ISR, and delivers the new state to the brokers named (all by default).
-func elect(c *cluster, d Command) string {
-	state := c.state.Clone()
-	state.Leader = d.brokerArg("leader")
-	if c.state.LeaderEpoch >= 0 && !c.state.InISR(state.Leader) && !d.has("unclean") {
-		return fmt.Sprintf("cannot elect r%d: not in the ISR (%s), and clean election only picks from it\n", state.Leader, joinIDs(c.state.ISR))
-	}
-	state.ISR = nil
-	for _, name := range d.stringArgs("isr") {
-		state.ISR = append(state.ISR, parseBroker(name))
-	}
-	state.LeaderEpoch++
-	state.PartitionEpoch++
-	before := len(c.network)
-	c.setState(state)
-	deliverTo := "all"
-	if d.has("deliver") {
-		deliverTo = strings.Join(d.stringArgs("deliver"), ",")
-	}
-	fresh := append([]envelope(nil), c.network[before:]...)
-	c.network = c.network[:before]
-	for _, e := range fresh {
-		if deliverTo == "all" || (deliverTo != "none" && containsName(deliverTo, e.to)) {
-			c.handle(e)
-		} else {
-			c.network = append(c.network, e)
-		}
-	}
-	return ""
-}
-
-func moveMessages(c *cluster, d Command) string {
-	from, matchFrom := d.endpointArg("from")
-	to, matchTo := d.endpointArg("to")
-	c.readLimitBytes = int64(d.intArg("max-bytes", 0))
-	defer func() { c.readLimitBytes = 0 }()
-	var out strings.Builder
-	for n := d.intArg("count", 1); n > 0; n-- {
-		var e envelope
-		var ok bool
-		if d.Name == "deliver" {
-			e, ok = c.deliver(from, to, matchFrom, matchTo, d.has("newest"))
-		} else {
-			e, ok = c.drop(from, to, matchFrom, matchTo)
-		}
-		if !ok {
-			fmt.Fprintf(&out, "no message to %s\n", d.Name)
-			break
-		}
-		fmt.Fprintf(&out, "%s %s\n", map[string]string{"deliver": "delivered", "drop": "dropped"}[d.Name], e)
-	}
-	return out.String()
-}
-
-func containsName(list string, id metadata.BrokerID) bool {
-	for _, name := range strings.Split(list, ",") {
-		if name == strconv.Itoa(int(id)) {
-			return true
-		}
-	}
-	return false
 }

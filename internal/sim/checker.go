@@ -25,6 +25,13 @@ type Violation struct {
 	Invariant string
 	Tick      int64
 	Detail    string
+	// First and Last are the offsets concerned, where the invariant has
+	// them (else -1): the first and last offset of a lost write or a read
+	// taken back; the offset where replicas disagree (both); for a high
+	// watermark that went back, the highest a client saw (First) and the
+	// one it was served after it (Last). Scenarios word their verdicts with
+	// them.
+	First, Last record.Offset
 }
 
 func (v Violation) String() string {
@@ -81,10 +88,15 @@ func newChecker(w *world) *checker {
 }
 
 func (c *checker) fail(invariant, format string, args ...any) {
+	c.failAt(invariant, -1, -1, format, args...)
+}
+
+// failAt records a violation concerning offsets first..last.
+func (c *checker) failAt(invariant string, first, last record.Offset, format string, args ...any) {
 	if c.violation != nil {
 		return
 	}
-	c.violation = &Violation{Invariant: invariant, Tick: c.w.now, Detail: fmt.Sprintf(format, args...)}
+	c.violation = &Violation{Invariant: invariant, Tick: c.w.now, Detail: fmt.Sprintf(format, args...), First: first, Last: last}
 	c.w.trace("VIOLATION %s", c.violation)
 }
 
@@ -140,7 +152,7 @@ func (c *checker) observeAck(tp metadata.TopicPartition, base record.Offset, bat
 func (c *checker) observeHighWatermark(client address, tp metadata.TopicPartition, highWatermark record.Offset, source string) {
 	key := clientPartition{client, tp}
 	if highest, seen := c.highestHighWatermark[key]; seen && highWatermark < highest {
-		c.fail(InvariantHighWatermarkBack, "%s: %s answered %s high watermark %d after it saw %d", tp, source, client, highWatermark, highest)
+		c.failAt(InvariantHighWatermarkBack, highest, highWatermark, "%s: %s answered %s high watermark %d after it saw %d", tp, source, client, highWatermark, highest)
 	}
 	c.highestHighWatermark[key] = max(c.highestHighWatermark[key], highWatermark)
 }
@@ -156,7 +168,7 @@ func (c *checker) observeRead(tp metadata.TopicPartition, batches []byte, highWa
 	for it.Next() {
 		header := it.Header()
 		if header.NextOffset() > highWatermark {
-			c.fail(InvariantReadTakenBack, "%s: a consumer read offsets up to %d above the high watermark %d", tp, header.NextOffset(), highWatermark)
+			c.failAt(InvariantReadTakenBack, header.BaseOffset, header.NextOffset()-1, "%s: a consumer read offsets up to %d above the high watermark %d", tp, header.NextOffset(), highWatermark)
 		}
 		c.read[tp][header.BaseOffset] = identify(header)
 		next = header.NextOffset()
@@ -223,13 +235,13 @@ func (c *checker) checkLogs(final bool) {
 			}
 			for _, acked := range c.acked[state.TopicPartition] {
 				if got, ok := log.batches[acked.base]; !ok || got != acked {
-					c.fail(InvariantAckedWriteLost, "%s: offsets %d..%d were acknowledged with acks=all, but b%d (%s) %s",
+					c.failAt(InvariantAckedWriteLost, acked.base, acked.next-1, "%s: offsets %d..%d were acknowledged with acks=all, but b%d (%s) %s",
 						state.TopicPartition, acked.base, acked.next-1, log.broker, roleName(log.leader), describeMissing(ok))
 				}
 			}
 			for _, read := range sortedReads(c.read[state.TopicPartition]) {
 				if got, ok := log.batches[read.base]; !ok || got != read {
-					c.fail(InvariantReadTakenBack, "%s: offsets %d..%d were read by a consumer, but b%d (%s) %s",
+					c.failAt(InvariantReadTakenBack, read.base, read.next-1, "%s: offsets %d..%d were read by a consumer, but b%d (%s) %s",
 						state.TopicPartition, read.base, read.next-1, log.broker, roleName(log.leader), describeMissing(ok))
 				}
 			}
@@ -308,7 +320,8 @@ func (c *checker) checkAgreement(tp metadata.TopicPartition, logs []liveLog) {
 			left, right := committedPrefix(a, from, below), committedPrefix(b, from, below)
 			for k := 0; k < min(len(left), len(right)); k++ {
 				if left[k] != right[k] {
-					c.fail(InvariantPrefixesDisagree, "%s: b%d and b%d hold different batches at offset %d, below both high watermarks (%d, %d); epochs %s and %s",
+					at := min(left[k].base, right[k].base)
+					c.failAt(InvariantPrefixesDisagree, at, at, "%s: b%d and b%d hold different batches at offset %d, below both high watermarks (%d, %d); epochs %s and %s",
 						tp, a.broker, b.broker, min(left[k].base, right[k].base), a.highWatermark, b.highWatermark, a.epochs, b.epochs)
 					return
 				}

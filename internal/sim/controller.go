@@ -75,6 +75,21 @@ func (c *logicalController) createTopic(name string) bool {
 	return true
 }
 
+// createAssignedTopic creates a one-partition topic on the given replicas,
+// in that order, for a script; it returns the controller's code.
+func (c *logicalController) createAssignedTopic(name string, replicas []metadata.BrokerID, minInsyncReplicas int) int16 {
+	records, code, err := controller.CreateTopic(c.image, controller.CreateTopicRequest{
+		Name: name, Partitions: 1, ReplicationFactor: len(replicas),
+		Config:      metadata.TopicConfig{MinInsyncReplicas: minInsyncReplicas},
+		Assignments: [][]metadata.BrokerID{replicas},
+	})
+	if err != nil {
+		panic(fmt.Sprintf("create topic: %v", err))
+	}
+	c.append(records)
+	return code
+}
+
 // handle processes a message to the controller.
 func (c *logicalController) handle(m *message) {
 	id := metadata.BrokerID(m.from)
@@ -153,12 +168,13 @@ func (c *logicalController) tick() {
 }
 
 // electPreferred runs a preferred leader election over every partition.
-func (c *logicalController) electPreferred() {
-	records, _, err := controller.ElectPreferred(c.image, c.partitions())
+func (c *logicalController) electPreferred() controller.ElectLeadersResponse {
+	records, response, err := controller.ElectPreferred(c.image, c.partitions())
 	if err != nil {
 		panic(fmt.Sprintf("preferred election: %v", err))
 	}
 	c.append(records)
+	return response
 }
 
 func (c *logicalController) partitions() []metadata.TopicPartition {

@@ -3,6 +3,7 @@ package sim
 import (
 	"container/heap"
 	"fmt"
+	"sort"
 
 	"github.com/tidelog/tide/internal/broker"
 	"github.com/tidelog/tide/internal/metadata"
@@ -111,10 +112,16 @@ type network struct {
 	cut map[link]bool
 	// held are messages for paused brokers, delivered when they resume.
 	held []*message
+	// holding are the links a script holds: their messages wait in onHold,
+	// in send order, until the script delivers or drops them one by one, or
+	// releases the link. Random runs hold nothing.
+	holding map[link]bool
+	onHold  map[link][]*message
 }
 
 func newNetwork(w *world) *network {
-	return &network{w: w, inFlight: newQueue(), lastDelivery: map[link]int64{}, cut: map[link]bool{}}
+	return &network{w: w, inFlight: newQueue(), lastDelivery: map[link]int64{}, cut: map[link]bool{},
+		holding: map[link]bool{}, onHold: map[link][]*message{}}
 }
 
 // send puts a message on the network.
@@ -129,7 +136,77 @@ func (n *network) send(m *message) {
 	m.sequence = n.sequence
 	m.deliverAt = max(n.w.now+1+n.w.random.Int64N(n.w.shape.maxDelayTicks), n.lastDelivery[l])
 	n.lastDelivery[l] = m.deliverAt
+	n.enqueue(m)
+}
+
+// enqueue puts a message in flight, or on hold when a script holds its link.
+func (n *network) enqueue(m *message) {
+	l := link{m.from, m.to}
+	if n.holding[l] {
+		n.onHold[l] = append(n.onHold[l], m)
+		return
+	}
 	n.inFlight.push(m)
+}
+
+// hold starts holding a link, with the messages already in flight on it.
+func (n *network) hold(l link) {
+	n.holding[l] = true
+	kept := newQueue()
+	for !n.inFlight.empty() {
+		m := n.inFlight.pop()
+		if (link{m.from, m.to}) == l {
+			n.onHold[l] = append(n.onHold[l], m)
+			continue
+		}
+		kept.push(m)
+	}
+	n.inFlight = kept
+}
+
+// release stops holding a link: what waits on it leaves now, in order.
+func (n *network) release(l link) {
+	delete(n.holding, l)
+	for _, m := range n.onHold[l] {
+		m.deliverAt = max(n.w.now+1, n.lastDelivery[l])
+		n.lastDelivery[l] = m.deliverAt
+		n.inFlight.push(m)
+	}
+	delete(n.onHold, l)
+}
+
+// takeHeld removes and returns the oldest (or newest) message held on a
+// link that match says to take.
+func (n *network) takeHeld(l link, newest bool, match func(*message) bool) (*message, bool) {
+	waiting := n.onHold[l]
+	for k := range waiting {
+		i := k
+		if newest {
+			i = len(waiting) - 1 - k
+		}
+		if m := waiting[i]; match(m) {
+			n.onHold[l] = append(waiting[:i:i], waiting[i+1:]...)
+			return m, true
+		}
+	}
+	return nil, false
+}
+
+// heldLinks lists the held links with messages waiting, in a stable order.
+func (n *network) heldLinks() []link {
+	var links []link
+	for l, waiting := range n.onHold {
+		if len(waiting) > 0 {
+			links = append(links, l)
+		}
+	}
+	sort.Slice(links, func(i, j int) bool {
+		if links[i].from != links[j].from {
+			return links[i].from < links[j].from
+		}
+		return links[i].to < links[j].to
+	})
+	return links
 }
 
 // sendUnordered puts a message on the network outside any link's order: a
@@ -139,7 +216,7 @@ func (n *network) sendUnordered(m *message) {
 	n.sequence++
 	m.sequence = n.sequence
 	m.deliverAt = n.w.now + 1 + n.w.random.Int64N(4*n.w.shape.maxDelayTicks+4)
-	n.inFlight.push(m)
+	n.enqueue(m)
 }
 
 // due returns the messages to deliver now, in order.
@@ -173,4 +250,9 @@ func (n *network) dropTo(a address) {
 		}
 	}
 	n.held = held
+	for l := range n.onHold {
+		if l.from == a || l.to == a {
+			delete(n.onHold, l)
+		}
+	}
 }

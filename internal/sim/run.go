@@ -80,7 +80,13 @@ func newWorld(options Options) *world {
 		options.TraceLines = 80
 	}
 	random := rand.New(rand.NewPCG(options.Seed, 0x74696465_73696d))
-	w := &world{options: options, random: random, shape: drawShape(random).without(options.Without), traceLog: newTraceLog(options.TraceLines)}
+	return newWorldOfShape(options, random, drawShape(random).without(options.Without))
+}
+
+// newWorldOfShape builds a world of a given shape: one drawn from the seed,
+// or a script's.
+func newWorldOfShape(options Options, random *rand.Rand, shape shape) *world {
+	w := &world{options: options, random: random, shape: shape, traceLog: newTraceLog(options.TraceLines)}
 	for _, rule := range options.Legacy {
 		w.rules = w.rules.Without(rule)
 	}
@@ -95,6 +101,15 @@ func newWorld(options Options) *world {
 	return w
 }
 
+// startBrokers creates the shape's brokers and starts them.
+func (w *world) startBrokers() {
+	for i := 0; i < w.shape.brokers; i++ {
+		b := &brokerProcess{id: metadata.BrokerID(i + 1), disk: disk.NewMem(), cleanEpoch: metadata.NoBrokerEpoch}
+		w.brokers = append(w.brokers, b)
+		w.startBroker(b)
+	}
+}
+
 func (w *world) result(result Result) Result {
 	result.Stats = w.stats
 	result.Stats.Ticks = w.now
@@ -106,11 +121,7 @@ func (w *world) result(result Result) Result {
 }
 
 func (w *world) run(runTicks, healTicks int64) {
-	for i := 0; i < w.shape.brokers; i++ {
-		b := &brokerProcess{id: metadata.BrokerID(i + 1), disk: disk.NewMem(), cleanEpoch: metadata.NoBrokerEpoch}
-		w.brokers = append(w.brokers, b)
-		w.startBroker(b)
-	}
+	w.startBrokers()
 	topicCreated := false
 	for w.now < runTicks && w.checker.violation == nil {
 		if !topicCreated && w.now >= 20 {
@@ -151,6 +162,8 @@ func (w *world) dispatch(m *message) {
 		w.controller.handle(m)
 	case m.to > 0:
 		w.deliver(w.broker(metadata.BrokerID(m.to)), m)
+	case w.script != nil:
+		w.script.answered(m)
 	default:
 		w.workload.answered(m.to, m)
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 )
@@ -47,11 +46,7 @@ func TestSameSeedSameRun(t *testing.T) {
 func runUntil(t *testing.T, seed uint64, condition func(*world) bool) *world {
 	t.Helper()
 	w := newWorld(Options{Seed: seed})
-	for i := 0; i < w.shape.brokers; i++ {
-		b := &brokerProcess{id: metadata.BrokerID(i + 1), disk: disk.NewMem(), cleanEpoch: metadata.NoBrokerEpoch}
-		w.brokers = append(w.brokers, b)
-		w.startBroker(b)
-	}
+	w.startBrokers()
 	created := false
 	for w.now < 5000 {
 		if !created && w.now >= 20 {

@@ -26,6 +26,9 @@ type world struct {
 	traceLog   *traceLog
 	// partitionsUntil says when each cut link heals.
 	partitionsUntil []cutUntil
+	// script, in a scripted run, takes the clients' answers and restarts
+	// brokers itself; nil in random runs.
+	script *Script
 }
 
 // brokerProcess is one broker machine: its disk outlives its process.
@@ -55,7 +58,11 @@ type brokerProcess struct {
 }
 
 func (w *world) trace(format string, args ...any) {
-	w.traceLog.add(w.now, fmt.Sprintf(format, args...))
+	event := fmt.Sprintf(format, args...)
+	w.traceLog.add(w.now, event)
+	if w.script != nil {
+		w.script.event(event)
+	}
 }
 
 func (w *world) broker(id metadata.BrokerID) *brokerProcess { return w.brokers[id-1] }
@@ -192,14 +199,36 @@ func (w *world) crash(b *brokerProcess, powerLoss bool) {
 	b.up, b.node, b.paused = false, nil, false
 	if powerLoss {
 		options := disk.DefaultCrashOptions(int64(w.random.Uint64() >> 1))
+		if w.script != nil {
+			// A script's power loss keeps exactly what was synced, so that
+			// what it shows does not depend on a draw.
+			options.Survival, options.TornProbability = disk.SurviveNothing, 0
+		}
 		b.disk = b.disk.CrashCloneWith(options)
 		w.stats.powerLosses++
 	} else {
 		w.stats.crashes++
 	}
 	w.network.dropTo(brokerAddress(b.id))
-	b.restartAt = w.now + 20 + w.random.Int64N(300)
-	w.trace("b%d %s; restarts at %d", b.id, map[bool]string{true: "loses power", false: "crashes"}[powerLoss], b.restartAt)
+	b.restartAt = w.restartTick(20, 300)
+	w.trace("b%d %s%s", b.id, map[bool]string{true: "loses power", false: "crashes"}[powerLoss], restartText(b.restartAt))
+}
+
+func restartText(at int64) string {
+	if at == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; restarts at %d", at)
+}
+
+// restartTick draws when a stopped broker restarts by itself: never in a
+// scripted run (0), where the script restarts it.
+func (w *world) restartTick(least, spread int64) int64 {
+	at := w.now + least + w.random.Int64N(spread)
+	if w.script != nil {
+		return 0
+	}
+	return at
 }
 
 func (w *world) pause(b *brokerProcess, ticks int64) {
@@ -251,6 +280,6 @@ func (w *world) maybeFinishShutdown(b *brokerProcess) {
 		b.cleanEpoch = epoch
 	}
 	w.network.dropTo(brokerAddress(b.id))
-	b.restartAt = w.now + 10 + w.random.Int64N(100)
-	w.trace("b%d stopped cleanly; restarts at %d", b.id, b.restartAt)
+	b.restartAt = w.restartTick(10, 100)
+	w.trace("b%d stopped cleanly%s", b.id, restartText(b.restartAt))
 }

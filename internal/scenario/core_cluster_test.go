@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"fmt"
-	"github.com/tidelog/tide/internal/replica"
 	"slices"
 	"sort"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
+	"github.com/tidelog/tide/internal/replica"
 	"github.com/tidelog/tide/internal/rules"
 )
 
@@ -18,6 +18,12 @@ import (
 const controllerID metadata.BrokerID = 0
 
 var testPartition = metadata.TopicPartition{Topic: "t", Partition: 0}
+
+// This file and core_memlog_test.go are the core-level harness of
+// TestRandomSchedules (random_test.go): the pure replication core
+// (internal/replica) over in-memory logs, with a hand-made controller, so
+// that thousands of random schedules run in seconds. The seed scenarios do
+// not use it: they run on the simulator (sim.Script).
 
 // cluster is a test cluster: replicas of one partition on brokers 1..n, each
 // with an in-memory log, a network whose messages are delivered one by one

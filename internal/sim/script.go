@@ -1,0 +1,243 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/tidelog/tide/internal/broker"
+	"github.com/tidelog/tide/internal/controller"
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/record"
+	"github.com/tidelog/tide/internal/replica"
+	"github.com/tidelog/tide/internal/rules"
+)
+
+// ScriptConfig configures a scripted run: the same world as a random run
+// (whole brokers, the logical controller, the network, the checker) with no
+// random faults and no random workload. Every message takes one tick and
+// none is lost; the seed still drives what little randomness is left (the
+// draw of restart ticks the script ignores), so a script runs the same
+// every time.
+type ScriptConfig struct {
+	Brokers int
+	Seed    uint64
+	// Legacy rules are switched off, to show the failures they prevent.
+	Legacy []rules.Rule
+	// FlushNever is flush=never; the default is flush=always.
+	FlushNever bool
+	// ManualSync leaves every sync to Script.Sync: a disk that completes a
+	// sync only when the script says, so that it can show what happens to
+	// data acknowledged before it was synced.
+	ManualSync bool
+}
+
+// MaxScriptBrokers bounds a script's cluster: the tables stay readable.
+const MaxScriptBrokers = 9
+
+// scriptStartTicks bounds how long the brokers of a new script take to
+// register and be unfenced.
+const scriptStartTicks = 500
+
+// Validate rejects a configuration a script cannot run.
+func (c ScriptConfig) Validate() error {
+	if c.Brokers < 1 || c.Brokers > MaxScriptBrokers {
+		return fmt.Errorf("brokers=%d: a script runs 1 to %d brokers", c.Brokers, MaxScriptBrokers)
+	}
+	return nil
+}
+
+// Script is a scripted run of the simulator, driven one verb at a time:
+// the steps of a seed document. Verbs that make output (messages delivered
+// by hand, answers to the script's clients, the controller's decisions and
+// the replicas' truncations as they happen) collect it until Output takes
+// it. A Script is not safe for concurrent use.
+type Script struct {
+	w         *world
+	partition metadata.TopicPartition
+	topic     bool
+	// produces are the script's producers, one per produce: produce n is
+	// client n and produces[n-1].
+	produces []scriptProduce
+	// consumer is the one consumer client (client 0): its answers, and the
+	// position it reads from.
+	consumerAnswer *broker.ClientAnswer
+	output         []string
+	// lastSeen is each replica's row as it was when last running, for the
+	// table's offline rows.
+	lastSeen    map[metadata.BrokerID]replicaRow
+	powerLosses int
+}
+
+type scriptProduce struct {
+	acks            int16
+	batch           []byte
+	answered, acked bool
+}
+
+const consumerClient = 0
+
+// NewScript starts a scripted run: the brokers start and register, and
+// NewScript returns once the controller has unfenced them all.
+func NewScript(config ScriptConfig) (*Script, error) {
+	if err := config.Validate(); err != nil {
+		return nil, err
+	}
+	options := Options{Seed: config.Seed, Legacy: config.Legacy, TraceLines: 1 << 12}
+	random := rand.New(rand.NewPCG(config.Seed, 0x74696465_73696d))
+	s := &Script{lastSeen: map[metadata.BrokerID]replicaRow{}}
+	s.w = newWorldOfShape(options, random, scriptShape(config))
+	s.w.script = s
+	s.w.startBrokers()
+	if _, ok := s.RunUntil(s.allUnfenced, scriptStartTicks); !ok {
+		return nil, fmt.Errorf("the brokers did not all register within %d ticks", scriptStartTicks)
+	}
+	s.output = nil
+	return s, nil
+}
+
+// scriptShape is a script's cluster: its brokers, one-tick messages, no
+// loss, no faults and no workload of its own.
+func scriptShape(config ScriptConfig) shape {
+	s := shape{brokers: config.Brokers, partitions: 1, flushAlways: !config.FlushNever, maxDelayTicks: 1, syncRate: 1}
+	if config.ManualSync {
+		s.syncRate = 0
+	}
+	return s
+}
+
+func (s *Script) allUnfenced() bool {
+	for _, b := range s.w.brokers {
+		if state, ok := s.w.controller.image.Broker(b.id); !ok || state.Fenced {
+			return false
+		}
+	}
+	return true
+}
+
+// note collects a line of the current step's output.
+func (s *Script) note(format string, args ...any) {
+	s.output = append(s.output, fmt.Sprintf(format, args...))
+}
+
+// event notes what the world traces as it happens (the controller's
+// records, truncations, new leaderships, a violation), with its tick.
+func (s *Script) event(text string) {
+	s.note("[%d] %s", s.w.now, text)
+}
+
+// Output returns the output collected since the last call.
+func (s *Script) Output() []string {
+	out := s.output
+	s.output = nil
+	return out
+}
+
+// broker returns a broker by id, or an error naming the ids there are.
+func (s *Script) broker(id metadata.BrokerID) (*brokerProcess, error) {
+	if id < 1 || int(id) > len(s.w.brokers) {
+		return nil, fmt.Errorf("no broker %d (brokers are 1..%d)", id, len(s.w.brokers))
+	}
+	return s.w.broker(id), nil
+}
+
+// CreateTopic creates the script's topic: one partition on the given
+// replicas, in that order (the first is the preferred leader), and runs
+// until every replica hosts it.
+func (s *Script) CreateTopic(name string, replicas []metadata.BrokerID, minInsyncReplicas int) error {
+	if s.topic {
+		return fmt.Errorf("a script has one topic, and it exists")
+	}
+	for _, id := range replicas {
+		if _, err := s.broker(id); err != nil {
+			return err
+		}
+	}
+	if code := s.w.controller.createAssignedTopic(name, replicas, minInsyncReplicas); code != 0 {
+		return fmt.Errorf("create topic %s: %s", name, controller.CodeName(code))
+	}
+	s.topic = true
+	s.partition = metadata.TopicPartition{Topic: name, Partition: 0}
+	hosted := func() bool {
+		for _, id := range replicas {
+			if node := s.w.broker(id).node; node == nil || len(node.Partitions()) == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	if _, ok := s.RunUntil(hosted, scriptStartTicks); !ok {
+		return fmt.Errorf("the replicas did not all open the partition within %d ticks", scriptStartTicks)
+	}
+	return nil
+}
+
+func (s *Script) needTopic() error {
+	if !s.topic {
+		return fmt.Errorf("no topic yet (create one first)")
+	}
+	return nil
+}
+
+// Produce sends one batch of count records to a broker, with the given
+// acks, as a new producer; its answer is noted when it arrives.
+func (s *Script) Produce(id metadata.BrokerID, count int, acks int16) error {
+	if err := s.needTopic(); err != nil {
+		return err
+	}
+	if count < 1 || count > 10_000 {
+		return fmt.Errorf("count=%d: a produce sends 1 to 10000 records", count)
+	}
+	if _, err := s.broker(id); err != nil {
+		return err
+	}
+	records := make([]record.Record, count)
+	for i := range records {
+		records[i] = record.Record{Value: []byte(fmt.Sprintf("p%d-%d", len(s.produces)+1, i))}
+	}
+	batch := record.Build(record.BuildOptions{Records: records, LeaderEpoch: record.NoLeaderEpoch, BaseTimestampMs: s.w.now * 10})
+	s.produces = append(s.produces, scriptProduce{acks: acks, batch: batch})
+	number := len(s.produces)
+	from := clientAddress(number)
+	s.w.network.send(&message{from: from, to: brokerAddress(id), clientRequest: &broker.ClientRequest{
+		Client: broker.ClientID(from), Partition: s.partition,
+		Produce: &replica.ProduceRequest{ID: uint64(number), Batches: append([]byte(nil), batch...), Acks: acks, TimeoutTicks: produceTimeoutTicks},
+	}})
+	return nil
+}
+
+// answered takes a broker's answer to one of the script's clients.
+func (s *Script) answered(m *message) {
+	answer := m.clientAnswer
+	number := int(-1 - m.to)
+	if number == consumerClient {
+		s.consumerAnswer = answer
+		return
+	}
+	p := &s.produces[number-1]
+	p.answered = true
+	if answer.Produce == nil || answer.Produce.ErrorCode != 0 {
+		s.note("produce %d answered by %d: %s", number, m.from, errorName(answerCode(answer)))
+		return
+	}
+	end := answer.Produce.BaseOffset + record.Offset(recordCount(p.batch))
+	p.acked = true
+	s.note("produce %d answered by %d: acked offsets [%d, %d)", number, m.from, answer.Produce.BaseOffset, end)
+	if p.acks == replica.AcksAll {
+		s.w.checker.observeAck(answer.Partition, answer.Produce.BaseOffset, p.batch)
+	}
+}
+
+func answerCode(answer *broker.ClientAnswer) int16 {
+	if answer.Produce != nil {
+		return answer.Produce.ErrorCode
+	}
+	return answer.ErrorCode
+}
+
+func recordCount(batch []byte) int32 {
+	header, err := record.ParseHeader(batch)
+	if err != nil {
+		panic(err)
+	}
+	return header.LastOffsetDelta + 1
+}

@@ -1,0 +1,207 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tidelog/tide/internal/broker"
+	"github.com/tidelog/tide/internal/leaderepoch"
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/record"
+	"github.com/tidelog/tide/internal/replica"
+)
+
+// replicaRow is one replica's line of the table.
+type replicaRow struct {
+	highWatermark, logEndOffset record.Offset
+	leaderEpoch                 record.LeaderEpoch
+	epochs                      string
+}
+
+// remember keeps a running broker's row for when it goes down.
+func (s *Script) remember(b *brokerProcess) {
+	if b.node == nil || !s.topic {
+		return
+	}
+	if r, log, ok := b.node.Replica(s.partition); ok {
+		s.lastSeen[b.id] = replicaRow{r.HighWatermark(), r.LogEndOffset(), r.State().LeaderEpoch, describeEpochs(log.Epochs())}
+	}
+}
+
+// State draws the partition as the seed documents do: the controller's
+// ISR, leader and epochs, then each replica's high watermark and log end
+// offset as its broker has them (offline ones as they were when last
+// running), then the messages held on links.
+func (s *Script) State() string {
+	if !s.topic {
+		return "no topic\n"
+	}
+	var out strings.Builder
+	state, _ := s.w.controller.image.Partition(s.partition)
+	fmt.Fprintf(&out, "ISR: (%s)  Leader: %s  leader-epoch=%d partition-epoch=%d", describeIDs(state.ISR), describeLeader(state.Leader), state.LeaderEpoch, state.PartitionEpoch)
+	if len(state.ELR) > 0 {
+		fmt.Fprintf(&out, "  ELR: (%s)", describeIDs(state.ELR))
+	}
+	out.WriteString("\n")
+	for _, id := range state.Replicas {
+		fmt.Fprintf(&out, "r%d: %s\n", id, s.describeReplica(s.w.broker(id)))
+	}
+	for _, l := range s.w.network.heldLinks() {
+		fmt.Fprintf(&out, "held %s->%s:\n", shortAddress(l.from), shortAddress(l.to))
+		describeHeld(&out, s.w.network.onHold[l])
+	}
+	return out.String()
+}
+
+// describeHeld lists held messages, one line for a run of identical ones
+// (a follower's retried fetches, a broker's repeated heartbeat answers).
+func describeHeld(out *strings.Builder, held []*message) {
+	for i := 0; i < len(held); {
+		line := describeMessage(held[i])
+		j := i + 1
+		for j < len(held) && describeMessage(held[j]) == line {
+			j++
+		}
+		if j-i > 1 {
+			fmt.Fprintf(out, "  %s (x%d)\n", line, j-i)
+		} else {
+			fmt.Fprintf(out, "  %s\n", line)
+		}
+		i = j
+	}
+}
+
+func (s *Script) describeReplica(b *brokerProcess) string {
+	role := "offline"
+	if b.up && b.node != nil {
+		if r, _, ok := b.node.Replica(s.partition); ok {
+			role = r.Role().String()
+		}
+		s.remember(b)
+	}
+	if b.paused {
+		role = "paused"
+	}
+	row, seen := s.lastSeen[b.id]
+	if !seen {
+		row = replicaRow{leaderEpoch: record.NoLeaderEpoch}
+	}
+	return fmt.Sprintf("[hw=%d, leo=%d] %s epoch=%d epochs=%s", row.highWatermark, row.logEndOffset, role, row.leaderEpoch, row.epochs)
+}
+
+func describeEpochs(entries []leaderepoch.Entry) string {
+	parts := make([]string, len(entries))
+	for i, entry := range entries {
+		parts[i] = fmt.Sprintf("%d@%d", entry.Epoch, entry.StartOffset)
+	}
+	return strings.Join(parts, ",")
+}
+
+func describeIDs(ids []metadata.BrokerID) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprintf("r%d", id)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func describeLeader(id metadata.BrokerID) string {
+	if id == metadata.NoBroker {
+		return "none"
+	}
+	return fmt.Sprintf("r%d", id)
+}
+
+// describeMessage is one line for a message: the scripts print what they
+// deliver and drop, and what is held.
+func describeMessage(m *message) string {
+	route := fmt.Sprintf("%s->%s", shortAddress(m.from), shortAddress(m.to))
+	switch {
+	case m.peer != nil:
+		return route + " " + describePeer(*m.peer)
+	case m.metadata != nil:
+		var records []string
+		for _, entry := range m.metadata.entries {
+			records = append(records, entry.String())
+		}
+		return fmt.Sprintf("%s metadata [%s]", route, strings.Join(records, "; "))
+	case m.partitionState != nil:
+		state := m.partitionState
+		return fmt.Sprintf("%s partition-state leader=%d leader-epoch=%d partition-epoch=%d isr=%v", route, state.Leader, state.LeaderEpoch, state.PartitionEpoch, state.ISR)
+	case m.heartbeat != nil:
+		return fmt.Sprintf("%s heartbeat applied=%d", route, m.heartbeat.appliedOffset)
+	case m.alterPartition != nil:
+		return fmt.Sprintf("%s %s", route, m.alterPartition.change)
+	case m.alterAnswer != nil:
+		return fmt.Sprintf("%s alter-partition-response %s", route, errorName(m.alterAnswer.response.ErrorCode))
+	case m.register != nil:
+		return fmt.Sprintf("%s register incarnation=%s", route, m.register.incarnation)
+	case m.registered != nil:
+		return fmt.Sprintf("%s registered epoch=%d", route, m.registered.epoch)
+	}
+	return route + " client message"
+}
+
+// messageKind is the name of a message's payload, as describeMessage
+// prints it after the route.
+func messageKind(m *message) string {
+	_, payload, _ := strings.Cut(describeMessage(m), " ")
+	kind, _, _ := strings.Cut(payload, " ")
+	return kind
+}
+
+// shortAddress names brokers by number, as the seeds' arrows do.
+func shortAddress(a address) string {
+	if a > 0 {
+		return fmt.Sprint(int64(a))
+	}
+	return a.String()
+}
+
+func describePeer(p broker.PeerMessage) string {
+	switch {
+	case p.Fetch != nil:
+		return fmt.Sprintf("fetch offset=%d epoch=%d last-fetched-epoch=%d", p.Fetch.FetchOffset, p.Fetch.CurrentLeaderEpoch, p.Fetch.LastFetchedEpoch)
+	case p.FetchResponse != nil:
+		r := p.FetchResponse
+		switch {
+		case r.ErrorCode != 0:
+			return "fetch-response " + errorName(r.ErrorCode)
+		case r.DivergingEpoch != nil:
+			return fmt.Sprintf("fetch-response diverging epoch=%d end=%d", r.DivergingEpoch.Epoch, r.DivergingEpoch.EndOffset)
+		}
+		return fmt.Sprintf("fetch-response records=[%d, %d) hw=%d", r.ReadFrom, readEnd(r), r.HighWatermark)
+	case p.OffsetsForLeaderEpoch != nil:
+		return fmt.Sprintf("offsets-for-leader-epoch epoch=%d current-epoch=%d", p.OffsetsForLeaderEpoch.LeaderEpoch, p.OffsetsForLeaderEpoch.CurrentLeaderEpoch)
+	case p.OffsetsForLeaderEpochAnswer != nil:
+		a := p.OffsetsForLeaderEpochAnswer
+		if a.ErrorCode != 0 {
+			return "offsets-for-leader-epoch-response " + errorName(a.ErrorCode)
+		}
+		return fmt.Sprintf("offsets-for-leader-epoch-response epoch=%d end=%d", a.LeaderEpoch, a.EndOffset)
+	}
+	return "empty"
+}
+
+// readEnd is the offset after the last batch a fetch response carries.
+func readEnd(r *replica.FetchResponse) record.Offset {
+	end := r.ReadFrom
+	it := record.NewIterator(r.Records, record.Limits{MaxBatchBytes: 1 << 30})
+	for it.Next() {
+		end = it.Header().NextOffset()
+	}
+	return end
+}
+
+// errorName is a Kafka error code's name, as clients print it.
+func errorName(code int16) string {
+	if code == 0 {
+		return "NONE"
+	}
+	if err := kerr.ErrorForCode(code); err != nil {
+		return err.(*kerr.Error).Message
+	}
+	return fmt.Sprintf("error %d", code)
+}
