@@ -24,6 +24,7 @@ var pure = []string{
 	"internal/rules",
 	"internal/leaderepoch",
 	"internal/record",
+	"internal/producer",
 }
 
 // forbidden are imports a pure package may not use. time is allowed only for
