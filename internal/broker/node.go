@@ -21,6 +21,7 @@ import (
 	"github.com/tidelog/tide/internal/commitlog"
 	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/producer"
 	"github.com/tidelog/tide/internal/replica"
 	"github.com/tidelog/tide/internal/rules"
 )
@@ -276,6 +277,11 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker %d: open %s: %w", n.config.ID, tp, err)
 	}
+	producerBatches, err := log.ReadHeaders(producer.IsIdempotent)
+	if err != nil {
+		log.Close()
+		return nil, fmt.Errorf("broker %d: read producer batches of %s: %w", n.config.ID, tp, err)
+	}
 	r, err := replica.New(replica.Config{
 		Broker: n.config.ID, Partition: tp, MinInsyncReplicas: config.MinInsyncReplicas,
 		ReplicaLagTicks: n.config.ReplicaLagTicks, FetchRetryTicks: n.config.FetchRetryTicks,
@@ -285,6 +291,7 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	}, replica.LogState{
 		LogStartOffset: log.LogStartOffset(), LogEndOffset: log.LogEndOffset(),
 		DurableEndOffset: log.DurableEndOffset(), HighWatermark: log.HighWatermark(), Epochs: log.Epochs(),
+		ProducerBatches: producerBatches,
 	})
 	if err != nil {
 		log.Close()

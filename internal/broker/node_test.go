@@ -114,3 +114,36 @@ func TestNodeRefusesOutOfOrderMetadata(t *testing.T) {
 		t.Fatal("metadata with a gap was applied")
 	}
 }
+
+// A broker restarted on its log rebuilds the producer state from it: a
+// producer retrying a batch whose answer the crash lost gets the original
+// offset back, and the records are not written twice.
+func TestRestartedNodeRecognisesARetry(t *testing.T) {
+	fs := disk.NewMem()
+	config := Config{
+		ID: 1, FS: fs, Dir: "data", FlushAlways: true, SegmentBytes: 1 << 20, MaxBatchBytes: 1 << 16,
+		ReplicaLagTicks: 100, FetchRetryTicks: 10, ProposalRetryTicks: 10, MaxPendingProduces: 100,
+	}
+	batch := func() []byte {
+		return record.Build(record.BuildOptions{Records: []record.Record{{Value: []byte("a")}, {Value: []byte("b")}},
+			Producer: &record.ProducerState{ProducerID: 3000, ProducerEpoch: 0, BaseSequence: 0}})
+	}
+	node := New(config, 7)
+	if err := node.ApplyMetadata(metadataFor(1)); err != nil {
+		t.Fatal(err)
+	}
+	node.HandleClient(ClientRequest{Client: 9, Partition: orders, Produce: &replica.ProduceRequest{ID: 1, Batches: batch(), Acks: replica.AcksLeader, TimeoutTicks: 100}})
+	if err := node.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := New(config, 8)
+	if err := restarted.ApplyMetadata(metadataFor(1)); err != nil {
+		t.Fatal(err)
+	}
+	restarted.HandleClient(ClientRequest{Client: 9, Partition: orders, Produce: &replica.ProduceRequest{ID: 2, Batches: batch(), Acks: replica.AcksLeader, TimeoutTicks: 100}})
+	outbox := restarted.TakeOutbox()
+	_, log, _ := restarted.Replica(orders)
+	if len(outbox.Clients) != 1 || outbox.Clients[0].Produce.ErrorCode != 0 || outbox.Clients[0].Produce.BaseOffset != 0 || log.LogEndOffset() != 2 {
+		t.Fatalf("retry after a restart: %+v, log end offset %d; want offset 0 and nothing appended", outbox.Clients, log.LogEndOffset())
+	}
+}
