@@ -74,6 +74,9 @@ type Node struct {
 	// unsynced are the partitions with a sync asked for and not yet done,
 	// with SyncLater.
 	unsynced map[metadata.TopicPartition]bool
+	// now counts Ticks, for retrying requests to the controller.
+	now         int64
+	producerIDs producerIDs
 }
 
 type producerKey struct {
@@ -90,10 +93,11 @@ type pendingProducer struct {
 func New(config Config, epoch metadata.BrokerEpoch) *Node {
 	return &Node{
 		config: config, epoch: epoch, image: metadata.NewImage(),
-		partitions: map[metadata.TopicPartition]*partition{},
-		failed:     map[metadata.TopicPartition]error{},
-		producers:  map[producerKey]pendingProducer{},
-		unsynced:   map[metadata.TopicPartition]bool{},
+		partitions:  map[metadata.TopicPartition]*partition{},
+		failed:      map[metadata.TopicPartition]error{},
+		producers:   map[producerKey]pendingProducer{},
+		unsynced:    map[metadata.TopicPartition]bool{},
+		producerIDs: producerIDs{requestedTick: -1},
 	}
 }
 
@@ -198,6 +202,8 @@ func (n *Node) ApplyMetadata(entries []metadata.Entry) error {
 			changed[rec.TopicPartition] = true
 		case metadata.DeleteTopic:
 			n.dropTopic(rec.Name)
+		case metadata.ProducerIDs:
+			// Blocks reach their broker in the controller's answer.
 		default:
 			brokersChanged = true
 		}
@@ -315,6 +321,7 @@ func (n *Node) dropTopic(topic string) {
 
 // Tick advances every replica's clock by one tick.
 func (n *Node) Tick() {
+	n.now++
 	for _, tp := range n.Partitions() {
 		p := n.partitions[tp]
 		p.replica.Tick()
@@ -324,6 +331,10 @@ func (n *Node) Tick() {
 
 // HandleClient routes a client request to its partition's replica.
 func (n *Node) HandleClient(request ClientRequest) {
+	if request.InitProducerID != nil {
+		n.HandleInitProducerID(request.Client, *request.InitProducerID)
+		return
+	}
 	p, ok := n.partitions[request.Partition]
 	if !ok {
 		n.outbox.Clients = append(n.outbox.Clients, ClientAnswer{Client: request.Client, Partition: request.Partition, ErrorCode: kerr.UnknownTopicOrPartition.Code})
