@@ -27,6 +27,12 @@ type Stats struct {
 	truncations  int
 	messagesLost int
 	zombies      int
+	// retries are produce requests resent with the same batch by an
+	// idempotent producer; producerResets are batches one gave up on,
+	// taking a new producer id.
+	retries         int
+	producerResets  int
+	ackedAfterRetry int
 }
 
 // Faults returns the faults injected, by kind.
