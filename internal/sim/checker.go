@@ -107,6 +107,10 @@ func (c *checker) observe(b *brokerProcess) func(metadata.TopicPartition, replic
 				c.w.trace("b%d %s: leads, %s", b.id, tp, op)
 			}
 		}
+		if ready.RebuildProducerState {
+			c.w.stats.producerRebuilds++
+			c.w.trace("b%d %s: rebuilds its producer state from the log", b.id, tp)
+		}
 		if c.w.options.Detail && ready.HighWatermark != nil {
 			c.w.trace("b%d %s: high watermark %d", b.id, tp, *ready.HighWatermark)
 		}

@@ -33,6 +33,18 @@ type Stats struct {
 	retries         int
 	producerResets  int
 	ackedAfterRetry int
+	// producerRebuilds counts replicas rebuilding their producer state
+	// from the log after a truncation.
+	producerRebuilds int
+}
+
+// Idempotence returns what the idempotent producers and the producer state
+// did, by kind.
+func (s Stats) Idempotence() map[string]int {
+	return map[string]int{
+		"retries": s.retries, "acked-after-retry": s.ackedAfterRetry, "producer-resets": s.producerResets,
+		"state-rebuilds": s.producerRebuilds,
+	}
 }
 
 // Faults returns the faults injected, by kind.
