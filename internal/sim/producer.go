@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -191,6 +192,16 @@ func (load *workload) produceAnswered(p *producer, answer *broker.ClientAnswer) 
 	if answer.Produce != nil {
 		code = answer.Produce.ErrorCode
 	}
+	switch code {
+	case kerr.OutOfOrderSequenceNumber.Code:
+		load.w.stats.outOfOrderSequence++
+	case kerr.InvalidProducerEpoch.Code:
+		load.w.stats.invalidProducerEpoch++
+	}
+	if code == kerr.OutOfOrderSequenceNumber.Code || code == kerr.InvalidProducerEpoch.Code {
+		header, _ := record.ParseHeader(pending.batch)
+		load.w.trace("producer %d: %s epoch %d seq %d (acks=%d) refused: %s", p.id, pending.partition, header.ProducerEpoch, header.BaseSequence, pending.acks, kerr.ErrorForCode(code).Error())
+	}
 	switch {
 	case code == 0 && answer.Produce != nil:
 		delete(p.pending, pending.partition)
@@ -219,18 +230,27 @@ func retriable(code int16) bool {
 
 // abandon gives up on the pending batch of tp. An idempotent producer then
 // no longer knows whether the batch is in the log, so its next batch's
-// sequence may not follow what the leader has: it starts over with a new
-// producer id, as Kafka's producer resets its producer id after a failed
-// batch (before KIP-360's epoch bump). Batches still in flight to other
-// partitions keep the id they were built with.
+// sequence may not follow what the leader has. It starts over in a new
+// producer epoch, every partition's sequence back at 0, as Kafka's
+// idempotent producer bumps its epoch itself (KIP-360); leaders accept a
+// newer epoch from sequence 0 and refuse the old epoch from then on. Only
+// at the last epoch does it take a new producer id. Batches still in flight
+// to other partitions keep the epoch they were built with.
 func (load *workload) abandon(p *producer, tp metadata.TopicPartition, why string) {
 	if p.pending[tp] == nil {
 		return
 	}
 	delete(p.pending, tp)
-	if p.idempotent {
-		load.w.stats.producerResets++
-		load.w.trace("producer %d: gives up on %s (%s), new producer id", p.id, tp, why)
-		p.producerID, p.initSentAt = -1, -1
+	if !p.idempotent {
+		return
 	}
+	load.w.stats.producerResets++
+	if p.producerEpoch < math.MaxInt16 {
+		p.producerEpoch++
+		p.sequences = map[metadata.TopicPartition]int32{}
+		load.w.trace("producer %d: gives up on %s (%s), bumps its epoch to %d", p.id, tp, why, p.producerEpoch)
+		return
+	}
+	load.w.trace("producer %d: gives up on %s (%s), new producer id", p.id, tp, why)
+	p.producerID, p.initSentAt = -1, -1
 }
