@@ -47,8 +47,6 @@ func (r *reference) retained(producerID int64) (int16, []record.Header, bool) {
 	return epoch, run[max(0, len(run)-BatchesToRetain):], true
 }
 
-func (r *reference) check(header record.Header) Result { return r.checkWithin(header, r) }
-
 // checkWithin checks header against this log, looking for duplicates in
 // the log before (a prefix of it, or itself).
 func (r *reference) checkWithin(header record.Header, before *reference) Result {

@@ -162,8 +162,8 @@ func TestCheckBatchesSeesEarlierBatchesOfTheRequest(t *testing.T) {
 
 func TestTruncateToIsExactOnlyBelowEveryProducer(t *testing.T) {
 	s := New()
-	next := appendAt(s, batch(1, 0, 0, 2), 0)                // offsets 0..1
-	next = appendAt(s, batch(NoProducerID, -1, -1, 3), next) // 2..4
+	next := appendAt(s, batch(1, 0, 0, 2), 0)         // offsets 0..1
+	appendAt(s, batch(NoProducerID, -1, -1, 3), next) // 2..4
 	if !s.TruncateTo(3) {
 		t.Fatal("truncating plain records above every producer batch needs no rebuild")
 	}

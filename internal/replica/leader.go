@@ -154,7 +154,7 @@ func (r *Replica) HandleProduce(request ProduceRequest) {
 		r.answerProduce(request.ID, kerr.RequestTimedOut.Code, -1)
 		return
 	}
-	base, next := r.log.end, r.log.end
+	var base, next record.Offset
 	switch check := r.producerState().CheckBatches(headers, r.log.end); check.Verdict {
 	case producer.Reject:
 		r.answerProduce(request.ID, check.ErrorCode, -1)
@@ -166,6 +166,7 @@ func (r *Replica) HandleProduce(request ProduceRequest) {
 		// is not acknowledged before the original is committed.
 		base, next = check.Original.FirstOffset, check.Original.LastOffset+1
 	default:
+		base = r.log.end
 		r.stampBatches(request.Batches, headers)
 		r.appendBatches(request.Batches, headers)
 		next = r.log.end
