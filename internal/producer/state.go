@@ -26,6 +26,7 @@ package producer
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/tidelog/tide/internal/record"
 )
@@ -229,3 +230,20 @@ func (s *State) Entries() []Entry {
 
 // Len is the number of producers the state knows.
 func (s *State) Len() int { return len(s.producers) }
+
+// Describe lists every producer's entry, one a line by producer id, for
+// datadriven tests and debugging.
+func (s *State) Describe() string {
+	if len(s.producers) == 0 {
+		return "no producers\n"
+	}
+	var out strings.Builder
+	for _, entry := range s.Entries() {
+		fmt.Fprintf(&out, "producer %d epoch %d:", entry.ProducerID, entry.ProducerEpoch)
+		for _, batch := range entry.Batches {
+			fmt.Fprintf(&out, " [%s]", batch)
+		}
+		out.WriteString("\n")
+	}
+	return out.String()
+}
