@@ -230,7 +230,7 @@ func seedJSON(result sim.Result) map[string]any {
 
 func printJSONSummary(out io.Writer, summary simSummary) {
 	entry := map[string]any{"seeds": summary.seeds, "ticks": summary.ticks, "acked": summary.acked, "faults": summary.faults,
-		"seconds": summary.elapsed.Seconds()}
+		"idempotence": summary.idempotence, "seconds": summary.elapsed.Seconds()}
 	if summary.failure != nil {
 		entry["failure"] = seedJSON(*summary.failure)
 	}
