@@ -143,13 +143,15 @@ func runSim(cmd *cobra.Command, options simOptions) error {
 
 // simSummary is what a batch of seeds did.
 type simSummary struct {
-	seeds   int
-	ticks   int64
-	acked   int
-	faults  map[string]int
-	elapsed time.Duration
-	failure *sim.Result
-	last    sim.Result
+	seeds  int
+	ticks  int64
+	acked  int
+	faults map[string]int
+	// idempotence sums Stats.Idempotence over the seeds.
+	idempotence map[string]int
+	elapsed     time.Duration
+	failure     *sim.Result
+	last        sim.Result
 }
 
 // runSeeds runs seeds on every core; each run is a pure function of its
@@ -157,7 +159,7 @@ type simSummary struct {
 // failure (the lowest failing seed among those run).
 func runSeeds(options simOptions, template sim.Options, out, progress io.Writer) simSummary {
 	began := time.Now()
-	summary := simSummary{faults: map[string]int{}}
+	summary := simSummary{faults: map[string]int{}, idempotence: map[string]int{}}
 	seeds := make(chan uint64)
 	results := make(chan sim.Result)
 	var workers sync.WaitGroup
@@ -192,6 +194,9 @@ func runSeeds(options simOptions, template sim.Options, out, progress io.Writer)
 		for kind, count := range result.Stats.Faults() {
 			summary.faults[kind] += count
 		}
+		for kind, count := range result.Stats.Idempotence() {
+			summary.idempotence[kind] += count
+		}
 		summary.last = result
 		if options.json {
 			line, _ := json.Marshal(seedJSON(result))
@@ -217,20 +222,26 @@ func runSeeds(options simOptions, template sim.Options, out, progress io.Writer)
 	return summary
 }
 
+// printCounts prints a line of counts by kind, in name order.
+func printCounts(out io.Writer, title string, counts map[string]int) {
+	var kinds []string
+	for kind := range counts {
+		kinds = append(kinds, kind)
+	}
+	sort.Strings(kinds)
+	fmt.Fprint(out, title)
+	for _, kind := range kinds {
+		fmt.Fprintf(out, " %s %d", kind, counts[kind])
+	}
+	fmt.Fprintln(out)
+}
+
 func printSummary(out io.Writer, summary simSummary) {
 	rate := float64(summary.seeds) / summary.elapsed.Seconds()
 	fmt.Fprintf(out, "%d seeds in %s (%.1f seeds/s), %d virtual ticks, %d writes acknowledged\n",
 		summary.seeds, summary.elapsed.Round(time.Millisecond), rate, summary.ticks, summary.acked)
-	var kinds []string
-	for kind := range summary.faults {
-		kinds = append(kinds, kind)
-	}
-	sort.Strings(kinds)
-	fmt.Fprint(out, "faults:")
-	for _, kind := range kinds {
-		fmt.Fprintf(out, " %s %d", kind, summary.faults[kind])
-	}
-	fmt.Fprintln(out)
+	printCounts(out, "faults:", summary.faults)
+	printCounts(out, "idempotence:", summary.idempotence)
 	if summary.failure == nil {
 		fmt.Fprintln(out, "violations: none")
 		return
@@ -268,7 +279,7 @@ func seedJSON(result sim.Result) map[string]any {
 
 func printJSONSummary(out io.Writer, summary simSummary) {
 	entry := map[string]any{"seeds": summary.seeds, "ticks": summary.ticks, "acked": summary.acked, "faults": summary.faults,
-		"seconds": summary.elapsed.Seconds()}
+		"idempotence": summary.idempotence, "seconds": summary.elapsed.Seconds()}
 	if summary.failure != nil {
 		entry["failure"] = seedJSON(*summary.failure)
 	}

@@ -37,9 +37,11 @@ type Lifecycle struct {
 	// lastAnswer is the tick of the last answer from an active controller.
 	lastAnswer int64
 	nextID     uint64
-	// alters are the ISR proposals sent and not answered, by request id.
-	alters   map[uint64]replica.ISRChange
-	outgoing []Outgoing
+	// alters are the ISR proposals sent and not answered, by request id;
+	// producerIDs the request for a block of producer ids, or 0.
+	alters      map[uint64]replica.ISRChange
+	producerIDs uint64
+	outgoing    []Outgoing
 	// shutdown is set once a controlled shutdown is asked for; fenced once
 	// the controller has fenced this incarnation, which ends it.
 	shutdown, fenced bool
@@ -157,6 +159,10 @@ func (l *Lifecycle) takeProposals() {
 			Partitions: []controller.AlterPartitionItem{item}}})
 		l.alters[l.nextID] = change
 	}
+	if l.node.TakeAllocateProducerIDs() {
+		l.send(quorum.Request{AllocateProducerIDs: &quorum.AllocateProducerIDsRequest{BrokerEpoch: l.epoch}})
+		l.producerIDs = l.nextID
+	}
 }
 
 // TakeRequests returns the requests to send, in order.
@@ -176,6 +182,17 @@ func (l *Lifecycle) HandleAnswer(answer quorum.Answer) error {
 	if change, ok := l.alters[answer.ID]; ok {
 		delete(l.alters, answer.ID)
 		l.handleAlterAnswer(change, answer)
+		return nil
+	}
+	if answer.ID == l.producerIDs && l.producerIDs != 0 {
+		l.producerIDs = 0
+		if l.node != nil {
+			var block controller.ProducerIDBlock
+			if answer.ProducerIDs != nil {
+				block = *answer.ProducerIDs
+			}
+			l.node.HandleAllocateProducerIDsResponse(block.FirstProducerID, block.Length, answer.ErrorCode)
+		}
 		return nil
 	}
 	if l.inFlight == nil || answer.ID != l.inFlight.id {

@@ -8,15 +8,17 @@ import (
 // ClientID identifies a client connection, for routing answers.
 type ClientID uint64
 
-// ClientRequest is one partition's part of a client request. Exactly one
-// of Produce, Fetch and ListOffsets is set; their IDs are chosen by the
-// caller and come back in the answer.
+// ClientRequest is one partition's part of a client request, or an
+// InitProducerId, which names no partition. Exactly one of Produce, Fetch,
+// ListOffsets and InitProducerID is set; their IDs are chosen by the caller
+// and come back in the answer.
 type ClientRequest struct {
-	Client      ClientID
-	Partition   metadata.TopicPartition
-	Produce     *replica.ProduceRequest
-	Fetch       *replica.FetchRequest
-	ListOffsets *replica.ListOffsetsRequest
+	Client         ClientID
+	Partition      metadata.TopicPartition
+	Produce        *replica.ProduceRequest
+	Fetch          *replica.FetchRequest
+	ListOffsets    *replica.ListOffsetsRequest
+	InitProducerID *InitProducerIDRequest
 }
 
 // ClientAnswer answers a ClientRequest. A fetch answer carries its records.
@@ -29,6 +31,8 @@ type ClientAnswer struct {
 	Produce     *replica.ProduceAnswer
 	Fetch       *replica.FetchResponse
 	ListOffsets *replica.ListOffsetsAnswer
+	// InitProducerID answers an InitProducerId; Partition is empty.
+	InitProducerID *InitProducerIDAnswer
 }
 
 // PeerMessage is replication traffic between brokers: a request from a
@@ -52,9 +56,12 @@ type Outbox struct {
 	Peers     []Outbound
 	Clients   []ClientAnswer
 	Proposals []replica.ISRChange
+	// AllocateProducerIDs asks the controller for a block of producer ids
+	// (KIP-730), answered with HandleAllocateProducerIDsResponse.
+	AllocateProducerIDs bool
 }
 
 // Empty reports whether there is nothing to send.
 func (o Outbox) Empty() bool {
-	return len(o.Peers) == 0 && len(o.Clients) == 0 && len(o.Proposals) == 0
+	return len(o.Peers) == 0 && len(o.Clients) == 0 && len(o.Proposals) == 0 && !o.AllocateProducerIDs
 }

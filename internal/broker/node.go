@@ -21,6 +21,7 @@ import (
 	"github.com/tidelog/tide/internal/commitlog"
 	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/producer"
 	"github.com/tidelog/tide/internal/replica"
 	"github.com/tidelog/tide/internal/rules"
 )
@@ -73,6 +74,9 @@ type Node struct {
 	// unsynced are the partitions with a sync asked for and not yet done,
 	// with SyncLater.
 	unsynced map[metadata.TopicPartition]bool
+	// now counts Ticks, for retrying requests to the controller.
+	now         int64
+	producerIDs producerIDs
 }
 
 type producerKey struct {
@@ -89,10 +93,11 @@ type pendingProducer struct {
 func New(config Config, epoch metadata.BrokerEpoch) *Node {
 	return &Node{
 		config: config, epoch: epoch, image: metadata.NewImage(),
-		partitions: map[metadata.TopicPartition]*partition{},
-		failed:     map[metadata.TopicPartition]error{},
-		producers:  map[producerKey]pendingProducer{},
-		unsynced:   map[metadata.TopicPartition]bool{},
+		partitions:  map[metadata.TopicPartition]*partition{},
+		failed:      map[metadata.TopicPartition]error{},
+		producers:   map[producerKey]pendingProducer{},
+		unsynced:    map[metadata.TopicPartition]bool{},
+		producerIDs: producerIDs{requestedTick: -1},
 	}
 }
 
@@ -197,6 +202,8 @@ func (n *Node) ApplyMetadata(entries []metadata.Entry) error {
 			changed[rec.TopicPartition] = true
 		case metadata.DeleteTopic:
 			n.dropTopic(rec.Name)
+		case metadata.ProducerIDs:
+			// Blocks reach their broker in the controller's answer.
 		default:
 			brokersChanged = true
 		}
@@ -276,6 +283,11 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker %d: open %s: %w", n.config.ID, tp, err)
 	}
+	producerBatches, err := log.ReadHeaders(producer.IsIdempotent)
+	if err != nil {
+		log.Close()
+		return nil, fmt.Errorf("broker %d: read producer batches of %s: %w", n.config.ID, tp, err)
+	}
 	r, err := replica.New(replica.Config{
 		Broker: n.config.ID, Partition: tp, MinInsyncReplicas: config.MinInsyncReplicas,
 		ReplicaLagTicks: n.config.ReplicaLagTicks, FetchRetryTicks: n.config.FetchRetryTicks,
@@ -285,6 +297,7 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	}, replica.LogState{
 		LogStartOffset: log.LogStartOffset(), LogEndOffset: log.LogEndOffset(),
 		DurableEndOffset: log.DurableEndOffset(), HighWatermark: log.HighWatermark(), Epochs: log.Epochs(),
+		ProducerBatches: producerBatches,
 	})
 	if err != nil {
 		log.Close()
@@ -308,6 +321,7 @@ func (n *Node) dropTopic(topic string) {
 
 // Tick advances every replica's clock by one tick.
 func (n *Node) Tick() {
+	n.now++
 	for _, tp := range n.Partitions() {
 		p := n.partitions[tp]
 		p.replica.Tick()
@@ -317,6 +331,10 @@ func (n *Node) Tick() {
 
 // HandleClient routes a client request to its partition's replica.
 func (n *Node) HandleClient(request ClientRequest) {
+	if request.InitProducerID != nil {
+		n.HandleInitProducerID(request.Client, *request.InitProducerID)
+		return
+	}
 	p, ok := n.partitions[request.Partition]
 	if !ok {
 		n.outbox.Clients = append(n.outbox.Clients, ClientAnswer{Client: request.Client, Partition: request.Partition, ErrorCode: kerr.UnknownTopicOrPartition.Code})

@@ -114,3 +114,70 @@ func TestNodeRefusesOutOfOrderMetadata(t *testing.T) {
 		t.Fatal("metadata with a gap was applied")
 	}
 }
+
+// A broker restarted on its log rebuilds the producer state from it: a
+// producer retrying a batch whose answer the crash lost gets the original
+// offset back, and the records are not written twice.
+func TestRestartedNodeRecognisesARetry(t *testing.T) {
+	fs := disk.NewMem()
+	config := Config{
+		ID: 1, FS: fs, Dir: "data", FlushAlways: true, SegmentBytes: 1 << 20, MaxBatchBytes: 1 << 16,
+		ReplicaLagTicks: 100, FetchRetryTicks: 10, ProposalRetryTicks: 10, MaxPendingProduces: 100,
+	}
+	batch := func() []byte {
+		return record.Build(record.BuildOptions{Records: []record.Record{{Value: []byte("a")}, {Value: []byte("b")}},
+			Producer: &record.ProducerState{ProducerID: 3000, ProducerEpoch: 0, BaseSequence: 0}})
+	}
+	node := New(config, 7)
+	if err := node.ApplyMetadata(metadataFor(1)); err != nil {
+		t.Fatal(err)
+	}
+	node.HandleClient(ClientRequest{Client: 9, Partition: orders, Produce: &replica.ProduceRequest{ID: 1, Batches: batch(), Acks: replica.AcksLeader, TimeoutTicks: 100}})
+	if err := node.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := New(config, 8)
+	if err := restarted.ApplyMetadata(metadataFor(1)); err != nil {
+		t.Fatal(err)
+	}
+	restarted.HandleClient(ClientRequest{Client: 9, Partition: orders, Produce: &replica.ProduceRequest{ID: 2, Batches: batch(), Acks: replica.AcksLeader, TimeoutTicks: 100}})
+	outbox := restarted.TakeOutbox()
+	_, log, _ := restarted.Replica(orders)
+	if len(outbox.Clients) != 1 || outbox.Clients[0].Produce.ErrorCode != 0 || outbox.Clients[0].Produce.BaseOffset != 0 || log.LogEndOffset() != 2 {
+		t.Fatalf("retry after a restart: %+v, log end offset %d; want offset 0 and nothing appended", outbox.Clients, log.LogEndOffset())
+	}
+}
+
+// A follower that truncates a producer's batches rebuilds the producer
+// state from its log before anything else reaches the replica.
+func TestFollowerRebuildsProducerStateAfterTruncation(t *testing.T) {
+	node := newTestNode(t, 2)
+	if err := node.ApplyMetadata(metadataFor(1)); err != nil {
+		t.Fatal(err)
+	}
+	fetch := node.TakeOutbox().Peers[0].Message.Fetch
+	var records []byte
+	for i := 0; i < 4; i++ {
+		records = record.AppendBatch(records, record.BuildOptions{BaseOffset: record.Offset(2 * i), LeaderEpoch: 0,
+			Records:  []record.Record{{Value: []byte("a")}, {Value: []byte("b")}},
+			Producer: &record.ProducerState{ProducerID: 3000, BaseSequence: int32(2 * i)}})
+	}
+	node.HandlePeer(1, PeerMessage{Partition: orders, FetchResponse: &replica.FetchResponse{ID: fetch.ID, HighWatermark: 0, Records: records}})
+	node.TakeOutbox()
+	entries := metadataFor(1)
+	entries = append(entries, metadata.Entry{Offset: int64(len(entries)), Record: metadata.PartitionChange{
+		TopicPartition: orders, Leader: 1, ISR: []metadata.BrokerID{1, 2}, LeaderEpoch: 1, PartitionEpoch: 1,
+	}})
+	if err := node.ApplyMetadata(entries); err != nil {
+		t.Fatal(err)
+	}
+	outbox := node.TakeOutbox()
+	fetch = outbox.Peers[len(outbox.Peers)-1].Message.Fetch
+	node.HandlePeer(1, PeerMessage{Partition: orders, FetchResponse: &replica.FetchResponse{ID: fetch.ID, HighWatermark: 0,
+		DivergingEpoch: &replica.EpochEndOffset{Epoch: 0, EndOffset: 4}}})
+	r, log, _ := node.Replica(orders)
+	state, ok := r.ProducerState()
+	if log.LogEndOffset() != 4 || !ok || len(state) != 1 || state[0].LastSequence() != 3 {
+		t.Fatalf("after truncating to %d: producer state %v (usable %t), want producer 3000 ending at sequence 3", log.LogEndOffset(), state, ok)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/producer"
 	"github.com/tidelog/tide/internal/replica"
 )
 
@@ -23,8 +24,10 @@ func (n *Node) process(tp metadata.TopicPartition, p *partition) {
 
 // processFor carries out the replica's Ready, in the order it prescribes,
 // until it has none: log operations, sync, high watermark, then messages,
-// answers and proposals. A log that fails takes the partition offline: a
-// failed write or sync is never retried (docs/storage.md).
+// answers and proposals; after a truncation that asks for it, the producer
+// state is rebuilt from the log before anything else. A log that fails
+// takes the partition offline: a failed write or sync is never retried
+// (docs/storage.md).
 func (n *Node) processFor(tp metadata.TopicPartition, p *partition, to destination) {
 	for p.replica.HasReady() {
 		ready := p.replica.Ready()
@@ -37,6 +40,12 @@ func (n *Node) processFor(tp metadata.TopicPartition, p *partition, to destinati
 		}
 		if end, expected := p.log.LogEndOffset(), p.replica.LogEndOffset(); end != expected {
 			panic(fmt.Sprintf("broker %d %s: log ends at %d, the replica believes %d", n.config.ID, tp, end, expected))
+		}
+		if ready.RebuildProducerState {
+			if err := n.rebuildProducerState(p); err != nil {
+				n.fail(tp, err)
+				return
+			}
 		}
 		for _, message := range ready.Messages {
 			n.outbox.Peers = append(n.outbox.Peers, Outbound{To: message.To, Message: PeerMessage{
@@ -82,6 +91,16 @@ func (n *Node) applyLog(p *partition, ready replica.Ready) error {
 		}
 	}
 	return nil
+}
+
+// rebuildProducerState hands the replica the producer batches its log holds
+// after a truncation, before anything else reaches the replica.
+func (n *Node) rebuildProducerState(p *partition) error {
+	headers, err := p.log.ReadHeaders(producer.IsIdempotent)
+	if err != nil {
+		return fmt.Errorf("read producer batches: %w", err)
+	}
+	return p.replica.RebuildProducerState(headers)
 }
 
 // route sends an answer where it belongs, reading a fetch answer's records

@@ -43,3 +43,11 @@ func (n *Node) TakeProposals() []replica.ISRChange {
 	n.outbox.Proposals = nil
 	return proposals
 }
+
+// TakeAllocateProducerIDs reports whether the node asked for a block of
+// producer ids since the last call, and clears the ask.
+func (n *Node) TakeAllocateProducerIDs() bool {
+	want := n.outbox.AllocateProducerIDs
+	n.outbox.AllocateProducerIDs = false
+	return want
+}

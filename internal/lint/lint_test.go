@@ -26,6 +26,7 @@ var pure = []string{
 	"internal/record",
 	"internal/quorum",
 	"internal/codec",
+	"internal/producer",
 }
 
 // forbidden are imports a pure package may not use. time is allowed only for

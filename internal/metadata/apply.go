@@ -80,6 +80,14 @@ func (img *Image) apply(r Record) (bool, error) {
 		return true, nil
 	case PartitionChange:
 		return img.applyPartitionChange(r)
+	case ProducerIDs:
+		// Ids below NextProducerID were handed out; a record that does not
+		// move it forward would hand some out again.
+		if r.NextProducerID <= img.nextProducerID {
+			return false, fmt.Errorf("%w: next producer id %d is not above %d", ErrInvariant, r.NextProducerID, img.nextProducerID)
+		}
+		img.nextProducerID = r.NextProducerID
+		return true, nil
 	}
 	return false, fmt.Errorf("%w: unknown record type %T", ErrInvariant, r)
 }

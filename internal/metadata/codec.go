@@ -42,6 +42,7 @@ const (
 	tagCreateTopic             byte = 6
 	tagDeleteTopic             byte = 7
 	tagPartitionChange         byte = 8
+	tagProducerIDs             byte = 9
 )
 
 // EncodeRecords appends a batch of records to dst.
@@ -128,6 +129,9 @@ func AppendRecord(e *codec.Encoder, r Record) {
 		e.Byte(tagPartitionChange)
 		AppendPartitionState(e, PartitionState{TopicPartition: r.TopicPartition, Replicas: r.Replicas, ISR: r.ISR, ELR: r.ELR,
 			Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch, LeaderRecoveryState: r.LeaderRecoveryState})
+	case ProducerIDs:
+		appendBrokerEpoch(e, tagProducerIDs, r.BrokerID, r.BrokerEpoch)
+		e.Varint(r.NextProducerID)
 	default:
 		// The record set is sealed: a type missing here is a programmer
 		// error caught by the codec's round-trip test.
@@ -190,6 +194,9 @@ func ReadRecord(d *codec.Decoder) Record {
 		p := ReadPartitionState(d)
 		return PartitionChange{TopicPartition: p.TopicPartition, Leader: p.Leader, ISR: p.ISR, ELR: p.ELR, Replicas: p.Replicas,
 			LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, LeaderRecoveryState: p.LeaderRecoveryState}
+	case tagProducerIDs:
+		id, epoch := readBrokerEpoch(d)
+		return ProducerIDs{BrokerID: id, BrokerEpoch: epoch, NextProducerID: d.Varint()}
 	default:
 		d.Fail(fmt.Errorf("record type %d", tag))
 		return nil
@@ -227,6 +234,7 @@ func EncodeImage(dst []byte, img *Image) []byte {
 	e := &codec.Encoder{B: dst}
 	e.Byte(codecVersion)
 	e.Varint(img.nextOffset)
+	e.Varint(img.nextProducerID)
 	ids := img.brokerIDs()
 	e.Uvarint(uint64(len(ids)))
 	for _, id := range ids {
@@ -255,7 +263,7 @@ func DecodeImage(b []byte) (*Image, error) {
 	if version := d.Byte(); version != codecVersion {
 		return nil, d.Fail(fmt.Errorf("version %d", version))
 	}
-	img := &Image{nextOffset: d.Varint(), brokers: map[BrokerID]brokerRegistration{}, topics: map[string]*topicImage{}}
+	img := &Image{nextOffset: d.Varint(), nextProducerID: d.Varint(), brokers: map[BrokerID]brokerRegistration{}, topics: map[string]*topicImage{}}
 	count := d.Length(1, len(b))
 	for i := 0; i < count && d.Err() == nil; i++ {
 		id, epoch := readBrokerEpoch(d)
@@ -289,8 +297,8 @@ func DecodeImage(b []byte) (*Image, error) {
 
 // validate checks every invariant of Image over the whole image.
 func (img *Image) validate() error {
-	if img.nextOffset < 0 {
-		return fmt.Errorf("next offset %d", img.nextOffset)
+	if img.nextOffset < 0 || img.nextProducerID < 0 {
+		return fmt.Errorf("next offset %d, next producer id %d", img.nextOffset, img.nextProducerID)
 	}
 	for _, id := range img.brokerIDs() {
 		state := img.brokers[id].state

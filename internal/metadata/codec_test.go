@@ -21,6 +21,7 @@ func sampleRecords() []Record {
 		DeleteTopic{Name: "old"},
 		PartitionChange{TopicPartition: TopicPartition{Topic: "events", Partition: 0}, Leader: NoBroker, ISR: []BrokerID{},
 			ELR: []BrokerID{2}, LeaderEpoch: 5, PartitionEpoch: 8, LeaderRecoveryState: Recovering},
+		ProducerIDs{BrokerID: 2, BrokerEpoch: 7, NextProducerID: 3000},
 	}
 }
 

@@ -34,6 +34,9 @@ type Image struct {
 	nextOffset int64
 	brokers    map[BrokerID]brokerRegistration
 	topics     map[string]*topicImage
+	// nextProducerID is the first producer id no broker has been handed
+	// (ProducerIDs records); it only grows.
+	nextProducerID int64
 }
 
 type brokerRegistration struct {
@@ -55,6 +58,10 @@ type Topic struct {
 
 // NewImage returns an empty image at offset -1; the zero Image is the same.
 func NewImage() *Image { return &Image{} }
+
+// NextProducerID is the first producer id the controller has not yet handed
+// to any broker.
+func (img *Image) NextProducerID() int64 { return img.nextProducerID }
 
 // Offset is the offset of the last entry applied, -1 before any.
 func (img *Image) Offset() int64 { return img.nextOffset - 1 }
@@ -144,7 +151,7 @@ func (img *Image) Partitions() []PartitionState {
 // Clone returns a deep copy that shares nothing with img, so a test or a
 // controller decision can apply records to it without touching img.
 func (img *Image) Clone() *Image {
-	clone := &Image{nextOffset: img.nextOffset}
+	clone := &Image{nextOffset: img.nextOffset, nextProducerID: img.nextProducerID}
 	if img.brokers != nil {
 		clone.brokers = make(map[BrokerID]brokerRegistration, len(img.brokers))
 		for id, registration := range img.brokers {
@@ -169,6 +176,9 @@ func (img *Image) Clone() *Image {
 func (img *Image) Describe() string {
 	var out strings.Builder
 	fmt.Fprintf(&out, "offset=%d\n", img.Offset())
+	if img.nextProducerID > 0 {
+		fmt.Fprintf(&out, "next-producer-id=%d\n", img.nextProducerID)
+	}
 	for _, id := range img.brokerIDs() {
 		registration := img.brokers[id]
 		fmt.Fprintf(&out, "broker %d epoch=%d incarnation=%s %s\n", id, registration.state.Epoch,

@@ -169,6 +169,12 @@ func randomRecord(random *rand.Rand, img *Image) Record {
 		return randomCreateTopic(random, img)
 	case 5:
 		return DeleteTopic{Name: randomTopics[random.IntN(len(randomTopics))]}
+	case 6:
+		if random.IntN(3) == 0 {
+			// Usually a new block, sometimes one that does not go up.
+			next := img.NextProducerID() + int64(random.IntN(3))*1000
+			return ProducerIDs{BrokerID: id, BrokerEpoch: randomEpoch(random, img, id), NextProducerID: next}
+		}
 	}
 	return randomPartitionChange(random, img)
 }

@@ -123,6 +123,20 @@ type PartitionChange struct {
 	LeaderRecoveryState LeaderRecoveryState
 }
 
+// ProducerIDs records that the controller handed a broker the block of
+// producer ids that ends just below NextProducerID (Kafka's
+// ProducerIdsRecord, KIP-730): the broker gives them out to idempotent
+// producers with InitProducerId. Because the block is in the replicated
+// log before the broker may use it, a controller that restarts or fails
+// over continues after it, and a producer id is never handed out twice:
+// two producers sharing one would deduplicate each other's batches away.
+// NextProducerID only grows (the image refuses one that does not).
+type ProducerIDs struct {
+	BrokerID       BrokerID
+	BrokerEpoch    BrokerEpoch
+	NextProducerID int64
+}
+
 // Entry is a record at its offset in the metadata log.
 type Entry struct {
 	Offset int64
@@ -137,6 +151,7 @@ func (UnregisterBroker) isRecord()        {}
 func (CreateTopic) isRecord()             {}
 func (DeleteTopic) isRecord()             {}
 func (PartitionChange) isRecord()         {}
+func (ProducerIDs) isRecord()             {}
 
 func (r RegisterBroker) String() string {
 	return fmt.Sprintf("register-broker id=%d epoch=%d incarnation=%s", r.ID, r.Epoch, r.Incarnation)
@@ -174,6 +189,10 @@ func (r PartitionChange) String() string {
 	return fmt.Sprintf("partition-change %s leader=%d leader-epoch=%d partition-epoch=%d isr=%v elr=%v replicas=%s%s",
 		r.TopicPartition, r.Leader, r.LeaderEpoch, r.PartitionEpoch, r.ISR, r.ELR, replicas,
 		recoverySuffix(r.LeaderRecoveryState))
+}
+
+func (r ProducerIDs) String() string {
+	return fmt.Sprintf("producer-ids broker=%d epoch=%d next-producer-id=%d", r.BrokerID, r.BrokerEpoch, r.NextProducerID)
 }
 
 func (e Entry) String() string { return fmt.Sprintf("%d: %v", e.Offset, e.Record) }

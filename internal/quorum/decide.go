@@ -120,6 +120,10 @@ func (q *Quorum) decide(request Request, answer *Answer) ([]metadata.Record, err
 		records, response, err := controller.ElectPreferred(img, partitions)
 		answer.ElectPreferred = &response
 		return records, err
+	case request.AllocateProducerIDs != nil:
+		records, block, code, err := controller.AllocateProducerIDs(img, request.From, request.AllocateProducerIDs.BrokerEpoch)
+		answer.ErrorCode, answer.ProducerIDs = code, &block
+		return records, err
 	}
 	answer.ErrorCode = kerr.InvalidRequest.Code
 	return nil, nil

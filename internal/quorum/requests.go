@@ -23,6 +23,14 @@ type Request struct {
 	CreateTopic    *controller.CreateTopicRequest
 	DeleteTopic    *DeleteTopicRequest
 	ElectPreferred *ElectPreferredRequest
+	// AllocateProducerIDs asks for a block of producer ids (KIP-730).
+	AllocateProducerIDs *AllocateProducerIDsRequest
+}
+
+// AllocateProducerIDsRequest asks for a block of producer ids for the
+// broker's incarnation (Kafka's AllocateProducerIdsRequest).
+type AllocateProducerIDsRequest struct {
+	BrokerEpoch metadata.BrokerEpoch
 }
 
 // RegisterRequest registers an incarnation of a broker (Kafka's
@@ -74,6 +82,7 @@ type Answer struct {
 	Heartbeat      *HeartbeatAnswer
 	AlterPartition *controller.AlterPartitionResponse
 	ElectPreferred *controller.ElectLeadersResponse
+	ProducerIDs    *controller.ProducerIDBlock
 }
 
 // RegisterAnswer carries the new incarnation's broker epoch.
@@ -109,6 +118,8 @@ func (r Request) String() string {
 		return fmt.Sprintf("delete-topic %s", r.DeleteTopic.Name)
 	case r.ElectPreferred != nil:
 		return fmt.Sprintf("elect-preferred %v", r.ElectPreferred.Partitions)
+	case r.AllocateProducerIDs != nil:
+		return fmt.Sprintf("allocate-producer-ids b%d epoch=%d", r.From, r.AllocateProducerIDs.BrokerEpoch)
 	}
 	return "empty request"
 }

@@ -32,6 +32,7 @@ const (
 	kindCreateTopic
 	kindDeleteTopic
 	kindElectPreferred
+	kindAllocateProducerIDs
 )
 
 // EncodeRequest appends a request to dst.
@@ -67,6 +68,9 @@ func EncodeRequest(dst []byte, r Request) []byte {
 	case r.ElectPreferred != nil:
 		e.Byte(kindElectPreferred)
 		encodePartitions(e, r.ElectPreferred.Partitions)
+	case r.AllocateProducerIDs != nil:
+		e.Byte(kindAllocateProducerIDs)
+		e.Varint(int64(r.AllocateProducerIDs.BrokerEpoch))
 	default:
 		e.Byte(0)
 	}
@@ -120,6 +124,8 @@ func DecodeRequest(b []byte) (Request, error) {
 		r.DeleteTopic = &DeleteTopicRequest{Name: d.String(maxWireName)}
 	case kindElectPreferred:
 		r.ElectPreferred = &ElectPreferredRequest{Partitions: decodePartitions(d)}
+	case kindAllocateProducerIDs:
+		r.AllocateProducerIDs = &AllocateProducerIDsRequest{BrokerEpoch: metadata.BrokerEpoch(d.Varint())}
 	default:
 		d.Fail(fmt.Errorf("request kind %d", kind))
 	}
@@ -185,6 +191,10 @@ func EncodeAnswer(dst []byte, a Answer) []byte {
 			e.Varint(int64(result.Partition))
 			e.Varint(int64(result.ErrorCode))
 		}
+	case a.ProducerIDs != nil:
+		e.Byte(kindAllocateProducerIDs)
+		e.Varint(a.ProducerIDs.FirstProducerID)
+		e.Varint(a.ProducerIDs.Length)
 	default:
 		e.Byte(0)
 	}
@@ -235,6 +245,8 @@ func DecodeAnswer(b []byte) (Answer, error) {
 			a.ElectPreferred.Results = append(a.ElectPreferred.Results, controller.ElectionResult{
 				TopicPartition: metadata.TopicPartition{Topic: d.String(maxWireName), Partition: d.Int32()}, ErrorCode: d.Int16()})
 		}
+	case kindAllocateProducerIDs:
+		a.ProducerIDs = &controller.ProducerIDBlock{FirstProducerID: d.Varint(), Length: d.Varint()}
 	default:
 		d.Fail(fmt.Errorf("answer kind %d", kind))
 	}

@@ -21,6 +21,7 @@ func sampleRequests() []Request {
 			Config: metadata.TopicConfig{MinInsyncReplicas: 2, UncleanLeaderElection: true}}},
 		{ID: 5, From: 1, DeleteTopic: &DeleteTopicRequest{Name: "old"}},
 		{ID: 6, From: 1, ElectPreferred: &ElectPreferredRequest{Partitions: []metadata.TopicPartition{tp}}},
+		{ID: 7, From: 2, AllocateProducerIDs: &AllocateProducerIDsRequest{BrokerEpoch: 12}},
 	}
 }
 
@@ -37,6 +38,7 @@ func sampleAnswers() []Answer {
 			Partitions: []controller.AlterPartitionResult{{TopicPartition: tp, Partition: state}}}},
 		{ID: 5, To: 1, ControllerEpoch: 5, Leader: 2, ElectPreferred: &controller.ElectLeadersResponse{
 			Results: []controller.ElectionResult{{TopicPartition: tp, ErrorCode: 84}}}},
+		{ID: 6, To: 2, ControllerEpoch: 5, Leader: 2, ProducerIDs: &controller.ProducerIDBlock{FirstProducerID: 3000, Length: 1000}},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/producer"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/rules"
 )
@@ -242,6 +243,9 @@ func (r *Replica) handleOutOfRange(response FetchResponse) {
 func (r *Replica) truncateFully(start record.Offset) {
 	r.ready.Log = append(r.ready.Log, LogOp{Kind: TruncateFully, Offset: start})
 	r.log.start, r.log.end, r.log.durable = start, start, start
+	// The log is empty: no producer has a batch in it any more, and none
+	// needs rebuilding.
+	r.log.producers = producer.New()
 	r.log.epochs = r.log.epochs.Clone()
 	r.log.epochs.TruncateFromEnd(0)
 	r.setHighWatermark(start)

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/producer"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/rules"
 )
@@ -123,7 +124,12 @@ func (r *Replica) checkLeaderEpoch(requested record.LeaderEpoch) int16 {
 	return 0
 }
 
-// HandleProduce appends a producer's batches as leader.
+// HandleProduce appends a producer's batches as leader. Batches from
+// idempotent producers are checked against the producer state first
+// (internal/producer): a retry of batches already in the log is answered
+// with their offsets and not appended again, and a batch out of sequence or
+// from a fenced producer epoch is refused with its Kafka error code; either
+// way nothing of the request is appended.
 func (r *Replica) HandleProduce(request ProduceRequest) {
 	if r.role != Leader {
 		r.answerProduce(request.ID, kerr.NotLeaderForPartition.Code, -1)
@@ -148,14 +154,28 @@ func (r *Replica) HandleProduce(request ProduceRequest) {
 		r.answerProduce(request.ID, kerr.RequestTimedOut.Code, -1)
 		return
 	}
-	base := r.log.end
-	r.stampBatches(request.Batches, headers)
-	r.appendBatches(request.Batches, headers)
+	var base, next record.Offset
+	switch check := r.producerState().CheckBatches(headers, r.log.end); check.Verdict {
+	case producer.Reject:
+		r.answerProduce(request.ID, check.ErrorCode, -1)
+		return
+	case producer.Duplicate:
+		// A retry of batches the log holds: answer with their offsets,
+		// under the same conditions as the first time (Kafka's
+		// DelayedProduce waits for the original's last offset), so a retry
+		// is not acknowledged before the original is committed.
+		base, next = check.Original.FirstOffset, check.Original.LastOffset+1
+	default:
+		base = r.log.end
+		r.stampBatches(request.Batches, headers)
+		r.appendBatches(request.Batches, headers)
+		next = r.log.end
+	}
 	if request.Acks == AcksNone {
 		return
 	}
 	r.leader.waiting = append(r.leader.waiting, pendingProduce{
-		id: request.ID, acks: request.Acks, baseOffset: base, nextOffset: r.log.end,
+		id: request.ID, acks: request.Acks, baseOffset: base, nextOffset: next,
 		deadlineTick: r.now + request.TimeoutTicks,
 	})
 	r.maybeAdvanceHighWatermark()

@@ -66,6 +66,13 @@ type Ready struct {
 	// durability (acks=all answers, a follower's next fetch) until Synced
 	// reports it ("committed means durable").
 	Sync bool
+	// RebuildProducerState says a truncation above removed batches the
+	// idempotent producer state described. AFTER the log operations, the
+	// caller reads the headers of the batches the log still holds and hands
+	// them to RebuildProducerState BEFORE it gives this replica any other
+	// input: until then the replica cannot tell a retry of a truncated batch
+	// from a duplicate, and panics if asked to.
+	RebuildProducerState bool
 	// HighWatermark, when set, is the new high watermark to record in the
 	// log (commitlog SetHighWatermark), AFTER the storage operations above.
 	HighWatermark *record.Offset
@@ -86,7 +93,7 @@ type Ready struct {
 
 // Empty reports whether the Ready holds no work.
 func (r Ready) Empty() bool {
-	return len(r.Log) == 0 && !r.Sync &&
+	return len(r.Log) == 0 && !r.Sync && !r.RebuildProducerState &&
 		r.HighWatermark == nil && len(r.Messages) == 0 && len(r.Answers) == 0 && len(r.Proposals) == 0 && len(r.Violations) == 0
 }
 
@@ -98,6 +105,9 @@ func (r Ready) String() string {
 	}
 	if r.Sync {
 		parts = append(parts, "sync")
+	}
+	if r.RebuildProducerState {
+		parts = append(parts, "rebuild producer state")
 	}
 	if r.HighWatermark != nil {
 		parts = append(parts, fmt.Sprintf("high watermark %d", *r.HighWatermark))

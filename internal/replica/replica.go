@@ -16,6 +16,7 @@ import (
 
 	"github.com/tidelog/tide/internal/leaderepoch"
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/producer"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/rules"
 )
@@ -83,6 +84,12 @@ type LogState struct {
 	DurableEndOffset record.Offset
 	HighWatermark    record.Offset
 	Epochs           []leaderepoch.Entry
+	// ProducerBatches are the headers, in offset order, of the log's
+	// batches from idempotent producers (others may be included and are
+	// ignored): the replica rebuilds its producer state from them, so that
+	// a retry of a batch written before a restart is still recognised as a
+	// duplicate (commitlog's ReadHeaders reads them).
+	ProducerBatches []record.Header
 }
 
 // logView is the replica's view of its log, which includes every storage
@@ -92,6 +99,10 @@ type logView struct {
 	end     record.Offset
 	durable record.Offset
 	epochs  leaderepoch.Cache
+	// producers is the idempotent producer state of the log as the view
+	// has it, or nil after a truncation removed batches it describes,
+	// until the caller hands the remaining log to RebuildProducerState.
+	producers *producer.State
 }
 
 // Replica is one partition replica. It is not safe for concurrent use.
@@ -133,12 +144,19 @@ func New(config Config, log LogState) (*Replica, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica: %w", err)
 	}
+	producers, err := producer.Rebuild(log.ProducerBatches)
+	if err != nil {
+		return nil, fmt.Errorf("replica: %w", err)
+	}
+	if n := len(log.ProducerBatches); n > 0 && (log.ProducerBatches[n-1].NextOffset() > log.LogEndOffset || log.ProducerBatches[0].BaseOffset < log.LogStartOffset) {
+		return nil, fmt.Errorf("replica: producer batches [%d, %d) outside the log [%d, %d)", log.ProducerBatches[0].BaseOffset, log.ProducerBatches[n-1].NextOffset(), log.LogStartOffset, log.LogEndOffset)
+	}
 	if log.LogStartOffset > log.LogEndOffset || log.DurableEndOffset > log.LogEndOffset || log.HighWatermark > log.LogEndOffset {
 		return nil, fmt.Errorf("replica: inconsistent log state %+v", log)
 	}
 	r := &Replica{
 		config:        config,
-		log:           logView{start: log.LogStartOffset, end: log.LogEndOffset, durable: log.DurableEndOffset, epochs: epochs},
+		log:           logView{start: log.LogStartOffset, end: log.LogEndOffset, durable: log.DurableEndOffset, epochs: epochs, producers: producers},
 		highWatermark: max(log.HighWatermark, log.LogStartOffset),
 		brokers:       map[metadata.BrokerID]metadata.BrokerState{},
 		brokerEpoch:   metadata.NoBrokerEpoch,
@@ -293,6 +311,10 @@ func (r *Replica) truncate(to record.Offset) {
 		r.violate(fmt.Sprintf("truncating to %d, below the high watermark %d it served as leader", to, r.highestServedHighWatermark))
 	}
 	r.ready.Log = append(r.ready.Log, LogOp{Kind: Truncate, Offset: to})
+	if r.log.producers == nil || !r.log.producers.TruncateTo(to) {
+		r.log.producers = nil
+		r.ready.RebuildProducerState = true
+	}
 	r.log.end = to
 	r.log.durable = min(r.log.durable, to)
 	r.log.epochs.TruncateFromEnd(to)
@@ -309,6 +331,7 @@ func (r *Replica) appendBatches(batches []byte, headers []record.Header) {
 			r.log.epochs.Assign(header.PartitionLeaderEpoch, header.BaseOffset)
 		}
 		r.log.end = header.NextOffset()
+		r.producerState().Update(header)
 	}
 	r.ready.Log = append(r.ready.Log, LogOp{Kind: Append, Batches: batches})
 	if r.config.FlushAlways {
@@ -316,6 +339,44 @@ func (r *Replica) appendBatches(batches []byte, headers []record.Header) {
 	} else {
 		r.log.durable = r.log.end
 	}
+}
+
+// producerState is the producer state of the log. Using it while a
+// rebuild is outstanding is a bug of the caller, which must hand the log to
+// RebuildProducerState as soon as a Ready asks: a state that still holds
+// truncated batches would answer a retry of one as a duplicate, and
+// acknowledge records the log no longer has.
+func (r *Replica) producerState() *producer.State {
+	if r.log.producers == nil {
+		panic(fmt.Sprintf("replica %s: producer state used before RebuildProducerState after a truncation", r.config.Partition))
+	}
+	return r.log.producers
+}
+
+// RebuildProducerState replaces the producer state with one rebuilt from
+// the headers, in offset order, of the log's batches (those of idempotent
+// producers suffice), as the log is after the truncation a Ready asked it
+// for with RebuildProducerState. Headers beyond the replica's log end offset
+// mean the caller read another log, and are an error.
+func (r *Replica) RebuildProducerState(headers []record.Header) error {
+	if n := len(headers); n > 0 && headers[n-1].NextOffset() > r.log.end {
+		return fmt.Errorf("replica %s: producer batches end at %d, beyond the log end offset %d", r.config.Partition, headers[n-1].NextOffset(), r.log.end)
+	}
+	state, err := producer.Rebuild(headers)
+	if err != nil {
+		return fmt.Errorf("replica %s: %w", r.config.Partition, err)
+	}
+	r.log.producers = state
+	return nil
+}
+
+// ProducerState returns the idempotent producer entries, for inspection, or
+// false while a rebuild is outstanding.
+func (r *Replica) ProducerState() ([]producer.Entry, bool) {
+	if r.log.producers == nil {
+		return nil, false
+	}
+	return r.log.producers.Entries(), true
 }
 
 // countableEnd is how far this replica's own log counts toward the high

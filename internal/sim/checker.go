@@ -18,6 +18,8 @@ const (
 	InvariantReadTakenBack      = "read-taken-back"
 	InvariantNoRecovery         = "does-not-recover"
 	InvariantReplicaViolation   = "replica-invariant"
+	InvariantAckedDuplicated    = "acknowledged-write-duplicated"
+	InvariantProducerIDReused   = "producer-id-reused"
 )
 
 // Violation is a broken invariant.
@@ -65,8 +67,12 @@ type checker struct {
 	leaders              map[leaderKey]metadata.BrokerID
 	// lastAck is when each partition last had a write acknowledged with
 	// acks=all, for the liveness check.
-	lastAck   map[metadata.TopicPartition]int64
-	violation *Violation
+	lastAck map[metadata.TopicPartition]int64
+	// producerIDs are the producer ids brokers handed out, with the
+	// producer that got each: two producers sharing one would have their
+	// batches taken for each other's retries.
+	producerIDs map[int64]int
+	violation   *Violation
 }
 
 type clientPartition struct {
@@ -83,7 +89,7 @@ func newChecker(w *world) *checker {
 	return &checker{
 		w: w, acked: map[metadata.TopicPartition][]batchID{}, read: map[metadata.TopicPartition]map[record.Offset]batchID{},
 		highestHighWatermark: map[clientPartition]record.Offset{}, leaders: map[leaderKey]metadata.BrokerID{},
-		lastAck: map[metadata.TopicPartition]int64{},
+		lastAck: map[metadata.TopicPartition]int64{}, producerIDs: map[int64]int{},
 	}
 }
 
@@ -112,6 +118,10 @@ func (c *checker) observe(b *brokerProcess) func(metadata.TopicPartition, replic
 			if op.Kind == replica.AssignEpoch {
 				c.w.trace("b%d %s: leads, %s", b.id, tp, op)
 			}
+		}
+		if ready.RebuildProducerState {
+			c.w.stats.producerRebuilds++
+			c.w.trace("b%d %s: rebuilds its producer state from the log", b.id, tp)
 		}
 		if c.w.options.Detail && ready.HighWatermark != nil {
 			c.w.trace("b%d %s: high watermark %d", b.id, tp, *ready.HighWatermark)
@@ -145,6 +155,14 @@ func (c *checker) observeAck(tp metadata.TopicPartition, base record.Offset, bat
 	header.BaseOffset = base
 	c.acked[tp] = append(c.acked[tp], identify(header))
 	c.lastAck[tp] = c.w.now
+}
+
+// observeProducerID checks that no producer id is ever handed out twice.
+func (c *checker) observeProducerID(client int, producerID int64) {
+	if other, seen := c.producerIDs[producerID]; seen {
+		c.fail(InvariantProducerIDReused, "producer id %d handed to producer %d, and before to producer %d", producerID, client, other)
+	}
+	c.producerIDs[producerID] = client
 }
 
 // observeHighWatermark checks that no client ever sees a partition's high
@@ -229,6 +247,7 @@ func (c *checker) checkLogs(final bool) {
 		}
 		logs := c.liveLogs(state)
 		c.checkAgreement(state.TopicPartition, logs)
+		c.checkNoDuplicates(state.TopicPartition, logs)
 		for _, log := range logs {
 			if !log.leader && !final {
 				continue
@@ -304,6 +323,41 @@ func (c *checker) liveLogs(state metadata.PartitionState) []liveLog {
 		logs = append(logs, live)
 	}
 	return logs
+}
+
+// content identifies a batch by what it holds, wherever it is: the CRC-32C
+// covers every record byte and the producer's id and sequence, so a batch
+// resent by a retry has the same content as the original.
+type content struct {
+	crc    uint32
+	length int32
+}
+
+// checkNoDuplicates is the idempotence invariant (Jepsen's duplicate = 0,
+// KIP-98): no acknowledged batch appears twice in any replica's committed
+// log. A producer that retried a request whose answer was lost would
+// otherwise have its records written twice.
+func (c *checker) checkNoDuplicates(tp metadata.TopicPartition, logs []liveLog) {
+	acked := map[content]bool{}
+	for _, batch := range c.acked[tp] {
+		acked[content{batch.crc, batch.length}] = true
+	}
+	for _, log := range logs {
+		seen := map[content]record.Offset{}
+		for _, offset := range log.offsets {
+			batch := log.batches[offset]
+			if batch.next > log.highWatermark {
+				break
+			}
+			key := content{batch.crc, batch.length}
+			if first, twice := seen[key]; twice && acked[key] {
+				c.fail(InvariantAckedDuplicated, "%s: b%d holds the acknowledged batch at offset %d again at offset %d, below its high watermark %d",
+					tp, log.broker, first, offset, log.highWatermark)
+				return
+			}
+			seen[key] = offset
+		}
+	}
 }
 
 // checkAgreement is invariant 3: two replicas hold the same batches below

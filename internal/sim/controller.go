@@ -114,6 +114,8 @@ func (c *logicalController) handle(m *message) {
 		c.handleHeartbeat(id, m.heartbeat)
 	case m.alterPartition != nil:
 		c.handleAlterPartition(id, m.alterPartition)
+	case m.allocateProducerIDs != nil:
+		c.handleAllocateProducerIDs(id, m.allocateProducerIDs)
 	}
 }
 

@@ -45,6 +45,10 @@ type message struct {
 	alterPartition *alterRequest
 	alterAnswer    *alterAnswer
 	partitionState *metadata.PartitionState
+	// allocateProducerIDs and producerIDs are KIP-730's AllocateProducerIds
+	// and its answer (sim/producerids.go).
+	allocateProducerIDs *allocateProducerIDsRequest
+	producerIDs         *producerIDsAnswer
 }
 
 type registerRequest struct {

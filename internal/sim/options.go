@@ -46,6 +46,8 @@ type shape struct {
 	flushAlways       bool
 	producers         int
 	consumers         int
+	// idempotentShare is the chance that a producer is idempotent.
+	idempotentShare float64
 
 	// Probabilities per tick.
 	produceRate     float64
@@ -94,6 +96,7 @@ func drawShape(random *rand.Rand) shape {
 		s.zombieRate = random.Float64() * 0.01
 	}
 	s.maxDelayTicks = 1 + random.Int64N(5)
+	s.idempotentShare = 0.75
 	s.syncRate = 1
 	if random.IntN(2) == 0 {
 		s.syncRate = 0.05 + random.Float64()*0.5

@@ -27,6 +27,29 @@ type Stats struct {
 	truncations  int
 	messagesLost int
 	zombies      int
+	// retries are produce requests resent with the same batch by an
+	// idempotent producer; producerResets are batches one gave up on,
+	// starting over in a new producer epoch.
+	retries         int
+	producerResets  int
+	ackedAfterRetry int
+	// producerRebuilds counts replicas rebuilding their producer state
+	// from the log after a truncation.
+	producerRebuilds int
+	// outOfOrderSequence and invalidProducerEpoch count the leaders'
+	// refusals of idempotent batches.
+	outOfOrderSequence   int
+	invalidProducerEpoch int
+}
+
+// Idempotence returns what the idempotent producers and the producer state
+// did, by kind.
+func (s Stats) Idempotence() map[string]int {
+	return map[string]int{
+		"retries": s.retries, "acked-after-retry": s.ackedAfterRetry, "producer-resets": s.producerResets,
+		"state-rebuilds": s.producerRebuilds, "out-of-order-sequence": s.outOfOrderSequence,
+		"invalid-producer-epoch": s.invalidProducerEpoch,
+	}
 }
 
 // Faults returns the faults injected, by kind.

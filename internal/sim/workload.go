@@ -9,8 +9,9 @@ import (
 	"github.com/tidelog/tide/internal/replica"
 )
 
-// workload is the simulated clients: producers sending batches with
-// acks=all (and some acks=1) to the leader they believe in, and consumers
+// workload is the simulated clients: producers (most of them idempotent,
+// sim/producer.go) sending batches with acks=all (and some acks=1) to the
+// leader they believe in and retrying what fails, and consumers
 // polling the latest offset and reading committed records. Clients learn
 // leaders and epochs from the controller, as from a metadata refresh, and
 // send their leader epoch so a stale leader refuses them (KIP-320).
@@ -19,19 +20,6 @@ type workload struct {
 	producers []*producer
 	consumers []*consumer
 	nextValue uint64
-}
-
-type producer struct {
-	id      int
-	pending *pendingProduce
-}
-
-type pendingProduce struct {
-	id        uint64
-	partition metadata.TopicPartition
-	acks      int16
-	sentAt    int64
-	batch     []byte
 }
 
 type consumer struct {
@@ -43,7 +31,7 @@ type consumer struct {
 func newWorkload(w *world) *workload {
 	load := &workload{w: w}
 	for i := 0; i < w.shape.producers; i++ {
-		load.producers = append(load.producers, &producer{id: i})
+		load.producers = append(load.producers, newProducer(i, w.shape.idempotentShare > w.random.Float64()))
 	}
 	for i := 0; i < w.shape.consumers; i++ {
 		load.consumers = append(load.consumers, &consumer{id: w.shape.producers + i, position: map[metadata.TopicPartition]record.Offset{}, pending: map[metadata.TopicPartition]int64{}})
@@ -68,14 +56,7 @@ func (load *workload) randomPartition() (metadata.TopicPartition, bool) {
 func (load *workload) tick() {
 	w := load.w
 	for _, p := range load.producers {
-		if p.pending != nil && w.now-p.pending.sentAt > clientRequestLostTicks {
-			p.pending = nil // lost with a crashed broker; give up
-		}
-		if p.pending == nil && w.random.Float64() < w.shape.produceRate {
-			if tp, ok := load.randomPartition(); ok {
-				load.produce(p, tp)
-			}
-		}
+		load.tickProducer(p)
 	}
 	for _, c := range load.consumers {
 		if w.random.Float64() < w.shape.consumeRate {
@@ -84,32 +65,6 @@ func (load *workload) tick() {
 			}
 		}
 	}
-}
-
-func (load *workload) produce(p *producer, tp metadata.TopicPartition) {
-	state, ok := load.leaderOf(tp)
-	if !ok {
-		return
-	}
-	w := load.w
-	count := 1 + w.random.IntN(3)
-	records := make([]record.Record, count)
-	for i := range records {
-		load.nextValue++
-		records[i] = record.Record{Value: []byte(fmt.Sprintf("v%d", load.nextValue))}
-	}
-	batch := record.Build(record.BuildOptions{Records: records, LeaderEpoch: record.NoLeaderEpoch, BaseTimestampMs: w.now * 10})
-	acks := replica.AcksAll
-	if w.random.IntN(10) == 0 {
-		acks = replica.AcksLeader
-	}
-	p.pending = &pendingProduce{id: uint64(w.now), partition: tp, acks: acks, sentAt: w.now, batch: batch}
-	sent := append([]byte(nil), batch...)
-	w.network.send(&message{from: clientAddress(p.id), to: brokerAddress(state.Leader), clientRequest: &broker.ClientRequest{
-		Client: broker.ClientID(clientAddress(p.id)), Partition: tp,
-		Produce: &replica.ProduceRequest{ID: uint64(w.now), Batches: sent, Acks: acks, TimeoutTicks: produceTimeoutTicks},
-	}})
-	w.stats.produces++
 }
 
 func (load *workload) consume(c *consumer, tp metadata.TopicPartition) {
@@ -139,6 +94,10 @@ func (load *workload) answered(to address, m *message) {
 	answer := m.clientAnswer
 	id := int(-1 - to)
 	if id < len(load.producers) {
+		if answer.InitProducerID != nil {
+			load.initProducerIDAnswered(load.producers[id], answer.InitProducerID)
+			return
+		}
 		load.produceAnswered(load.producers[id], answer)
 		return
 	}
@@ -151,20 +110,5 @@ func (load *workload) answered(to address, m *message) {
 		load.w.checker.observeHighWatermark(to, answer.Partition, answer.Fetch.HighWatermark, fmt.Sprintf("a fetch from %s", m.from))
 		next := load.w.checker.observeRead(answer.Partition, answer.Fetch.Records, answer.Fetch.HighWatermark, c.position[answer.Partition])
 		c.position[answer.Partition] = max(c.position[answer.Partition], next)
-	}
-}
-
-func (load *workload) produceAnswered(p *producer, answer *broker.ClientAnswer) {
-	pending := p.pending
-	if pending == nil || answer.Produce == nil || answer.Produce.ID != pending.id || answer.Partition != pending.partition {
-		return
-	}
-	p.pending = nil
-	if answer.Produce.ErrorCode != 0 {
-		return
-	}
-	load.w.stats.acked++
-	if pending.acks == replica.AcksAll {
-		load.w.checker.observeAck(pending.partition, answer.Produce.BaseOffset, pending.batch)
 	}
 }

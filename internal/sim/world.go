@@ -130,6 +130,9 @@ func (w *world) flush(b *brokerProcess) {
 	for _, proposal := range outbox.Proposals {
 		w.network.send(&message{from: from, to: controllerAddress, alterPartition: &alterRequest{epoch: b.node.Epoch(), change: proposal}})
 	}
+	if outbox.AllocateProducerIDs {
+		w.network.send(&message{from: from, to: controllerAddress, allocateProducerIDs: &allocateProducerIDsRequest{epoch: b.node.Epoch()}})
+	}
 }
 
 // deliver hands a message to a broker.
@@ -159,6 +162,8 @@ func (w *world) deliver(b *brokerProcess, m *message) {
 		}
 	case m.alterAnswer != nil:
 		b.node.HandleAlterPartitionResponse(m.alterAnswer.partition, m.alterAnswer.response)
+	case m.producerIDs != nil:
+		b.node.HandleAllocateProducerIDsResponse(m.producerIDs.block.FirstProducerID, m.producerIDs.block.Length, m.producerIDs.errorCode)
 	case m.partitionState != nil:
 		if err := b.node.ApplyPartitionState(*m.partitionState); err != nil {
 			panic(err)

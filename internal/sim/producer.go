@@ -1,0 +1,256 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tidelog/tide/internal/broker"
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/record"
+	"github.com/tidelog/tide/internal/replica"
+)
+
+// producer is one simulated producer client with at most one request in
+// flight per partition (max.in.flight.requests.per.connection=1, so the
+// retries of one partition never overtake each other).
+// An idempotent producer (KIP-98) first gets a producer id with
+// InitProducerId, numbers its batches per partition, and retries a request
+// that timed out or failed with a retriable error with the very same batch,
+// same sequence: the leader answers a retry of a batch it already has with
+// the original offset, so a retry never writes records twice. A plain
+// producer gives up instead, as retrying without idempotence would
+// duplicate.
+type producer struct {
+	id         int
+	idempotent bool
+	// retry is set for idempotent producers; a test sets it for plain ones
+	// too, to show that retrying without idempotence writes duplicates.
+	retry bool
+	// producerID is -1 until InitProducerId answers; initSentAt is when
+	// it was asked, or -1.
+	producerID    int64
+	producerEpoch int16
+	initSentAt    int64
+	// initRequestID is the id of the last InitProducerId sent: an answer
+	// to an earlier one must not hand a reset producer an id again.
+	initRequestID uint64
+	// sequences is the next sequence number per partition.
+	sequences map[metadata.TopicPartition]int32
+	pending   map[metadata.TopicPartition]*pendingProduce
+}
+
+type pendingProduce struct {
+	id        uint64
+	partition metadata.TopicPartition
+	acks      int16
+	batch     []byte
+	// firstSentAt bounds the retries (Kafka's delivery.timeout.ms);
+	// sentAt is the last attempt, retryAt when the next is due (0: none).
+	firstSentAt int64
+	sentAt      int64
+	retryAt     int64
+	attempts    int
+}
+
+// Client timing, in ticks.
+const (
+	retryBackoffTicks    = 10
+	deliveryTimeoutTicks = 1500
+)
+
+func newProducer(id int, idempotent bool) *producer {
+	return &producer{id: id, idempotent: idempotent, retry: idempotent, producerID: -1, initSentAt: -1,
+		sequences: map[metadata.TopicPartition]int32{}, pending: map[metadata.TopicPartition]*pendingProduce{}}
+}
+
+// tickProducer advances one producer: retry what is due, get an id, or
+// maybe send a new batch to a partition with nothing in flight.
+func (load *workload) tickProducer(p *producer) {
+	w := load.w
+	for _, tp := range w.controller.partitions() {
+		if pending := p.pending[tp]; pending != nil {
+			load.maybeRetry(p, pending)
+		}
+	}
+	if p.idempotent && p.producerID < 0 {
+		load.maybeInitProducerID(p)
+		return
+	}
+	if w.random.Float64() < w.shape.produceRate {
+		if tp, ok := load.randomPartition(); ok && p.pending[tp] == nil {
+			load.produce(p, tp)
+		}
+	}
+}
+
+// maybeRetry resends a batch that is due, gives up on one past the
+// delivery timeout, and (for a producer that does not retry) forgets one
+// whose answer never came.
+func (load *workload) maybeRetry(p *producer, pending *pendingProduce) {
+	w := load.w
+	switch {
+	case w.now-pending.firstSentAt > deliveryTimeoutTicks:
+		load.abandon(p, pending.partition, "delivery timed out")
+	case !p.retry && w.now-pending.sentAt > clientRequestLostTicks:
+		delete(p.pending, pending.partition) // lost with a crashed broker; give up
+	case p.retry && pending.retryAt == 0 && w.now-pending.sentAt > clientRequestLostTicks:
+		// No answer: the request or its answer was lost.
+		load.sendProduce(p, pending)
+	case pending.retryAt > 0 && w.now >= pending.retryAt:
+		load.sendProduce(p, pending)
+	}
+}
+
+// maybeInitProducerID asks a registered broker for a producer id.
+func (load *workload) maybeInitProducerID(p *producer) {
+	w := load.w
+	if p.initSentAt >= 0 && w.now-p.initSentAt < clientRequestLostTicks {
+		return
+	}
+	brokers := w.controller.image.Brokers()
+	if len(brokers) == 0 {
+		return
+	}
+	to := brokers[w.random.IntN(len(brokers))].ID
+	p.initSentAt, p.initRequestID = w.now, uint64(w.now)
+	w.network.send(&message{from: clientAddress(p.id), to: brokerAddress(to), clientRequest: &broker.ClientRequest{
+		Client: broker.ClientID(clientAddress(p.id)), InitProducerID: &broker.InitProducerIDRequest{ID: uint64(w.now)},
+	}})
+}
+
+func (load *workload) initProducerIDAnswered(p *producer, answer *broker.InitProducerIDAnswer) {
+	if !p.idempotent || p.producerID >= 0 || answer.ID != p.initRequestID || answer.ErrorCode != 0 {
+		if answer.ErrorCode != 0 {
+			p.initSentAt = load.w.now - clientRequestLostTicks + retryBackoffTicks
+		}
+		return
+	}
+	p.producerID, p.producerEpoch = answer.ProducerID, answer.ProducerEpoch
+	load.w.checker.observeProducerID(p.id, p.producerID)
+	p.sequences = map[metadata.TopicPartition]int32{}
+	load.w.trace("producer %d: producer id %d", p.id, p.producerID)
+}
+
+// produce builds a new batch for tp and sends it.
+func (load *workload) produce(p *producer, tp metadata.TopicPartition) {
+	if _, ok := load.leaderOf(tp); !ok {
+		return
+	}
+	w := load.w
+	count := 1 + w.random.IntN(3)
+	records := make([]record.Record, count)
+	for i := range records {
+		load.nextValue++
+		records[i] = record.Record{Value: []byte(fmt.Sprintf("v%d", load.nextValue))}
+	}
+	options := record.BuildOptions{Records: records, LeaderEpoch: record.NoLeaderEpoch, BaseTimestampMs: w.now * 10}
+	if p.idempotent {
+		options.Producer = &record.ProducerState{ProducerID: p.producerID, ProducerEpoch: p.producerEpoch, BaseSequence: p.sequences[tp]}
+		p.sequences[tp] += int32(count)
+	}
+	acks := replica.AcksAll
+	if w.random.IntN(10) == 0 {
+		acks = replica.AcksLeader
+	}
+	pending := &pendingProduce{id: uint64(w.now), partition: tp, acks: acks, batch: record.Build(options), firstSentAt: w.now}
+	p.pending[tp] = pending
+	load.sendProduce(p, pending)
+}
+
+// sendProduce sends the pending batch, byte for byte as the first time, to
+// the leader the client now believes in.
+func (load *workload) sendProduce(p *producer, pending *pendingProduce) {
+	w := load.w
+	pending.sentAt, pending.retryAt = w.now, 0
+	state, ok := load.leaderOf(pending.partition)
+	if !ok {
+		pending.retryAt = w.now + retryBackoffTicks
+		return
+	}
+	pending.attempts++
+	if pending.attempts > 1 {
+		w.stats.retries++
+		header, _ := record.ParseHeader(pending.batch)
+		w.trace("producer %d: retry %d of %s seq %d to b%d", p.id, pending.attempts-1, pending.partition, header.BaseSequence, state.Leader)
+	}
+	sent := append([]byte(nil), pending.batch...)
+	w.network.send(&message{from: clientAddress(p.id), to: brokerAddress(state.Leader), clientRequest: &broker.ClientRequest{
+		Client: broker.ClientID(clientAddress(p.id)), Partition: pending.partition,
+		Produce: &replica.ProduceRequest{ID: pending.id, Batches: sent, Acks: pending.acks, TimeoutTicks: produceTimeoutTicks},
+	}})
+	w.stats.produces++
+}
+
+func (load *workload) produceAnswered(p *producer, answer *broker.ClientAnswer) {
+	pending := p.pending[answer.Partition]
+	if pending == nil || (answer.Produce != nil && answer.Produce.ID != pending.id) {
+		return
+	}
+	code := answer.ErrorCode
+	if answer.Produce != nil {
+		code = answer.Produce.ErrorCode
+	}
+	switch code {
+	case kerr.OutOfOrderSequenceNumber.Code:
+		load.w.stats.outOfOrderSequence++
+	case kerr.InvalidProducerEpoch.Code:
+		load.w.stats.invalidProducerEpoch++
+	}
+	if code == kerr.OutOfOrderSequenceNumber.Code || code == kerr.InvalidProducerEpoch.Code {
+		header, _ := record.ParseHeader(pending.batch)
+		load.w.trace("producer %d: %s epoch %d seq %d (acks=%d) refused: %s", p.id, pending.partition, header.ProducerEpoch, header.BaseSequence, pending.acks, kerr.ErrorForCode(code).Error())
+	}
+	switch {
+	case code == 0 && answer.Produce != nil:
+		delete(p.pending, pending.partition)
+		load.w.stats.acked++
+		if pending.attempts > 1 {
+			load.w.stats.ackedAfterRetry++
+		}
+		if pending.acks == replica.AcksAll {
+			load.w.checker.observeAck(pending.partition, answer.Produce.BaseOffset, pending.batch)
+		}
+	case p.retry && retriable(code):
+		if pending.retryAt == 0 {
+			pending.retryAt = load.w.now + retryBackoffTicks
+		}
+	default:
+		load.abandon(p, pending.partition, kerr.ErrorForCode(code).Error())
+	}
+}
+
+// retriable reports the errors after which Kafka's producer resends the
+// batch as it is.
+func retriable(code int16) bool {
+	err, ok := kerr.ErrorForCode(code).(*kerr.Error)
+	return ok && err.Retriable
+}
+
+// abandon gives up on the pending batch of tp. An idempotent producer then
+// no longer knows whether the batch is in the log, so its next batch's
+// sequence may not follow what the leader has. It starts over in a new
+// producer epoch, every partition's sequence back at 0, as Kafka's
+// idempotent producer bumps its epoch itself (KIP-360); leaders accept a
+// newer epoch from sequence 0 and refuse the old epoch from then on. Only
+// at the last epoch does it take a new producer id. Batches still in flight
+// to other partitions keep the epoch they were built with.
+func (load *workload) abandon(p *producer, tp metadata.TopicPartition, why string) {
+	if p.pending[tp] == nil {
+		return
+	}
+	delete(p.pending, tp)
+	if !p.idempotent {
+		return
+	}
+	load.w.stats.producerResets++
+	if p.producerEpoch < math.MaxInt16 {
+		p.producerEpoch++
+		p.sequences = map[metadata.TopicPartition]int32{}
+		load.w.trace("producer %d: gives up on %s (%s), bumps its epoch to %d", p.id, tp, why, p.producerEpoch)
+		return
+	}
+	load.w.trace("producer %d: gives up on %s (%s), new producer id", p.id, tp, why)
+	p.producerID, p.initSentAt = -1, -1
+}
