@@ -75,7 +75,9 @@ type crashRun struct {
 	// model is D, the state of the last write that returned.
 	model crashModel
 	// history maps each index to the last entry written there.
-	history    map[uint64]*pb.Entry
+	history map[uint64]*pb.Entry
+	// writes counts the entries written, to make each one unique.
+	writes     int
 	statistics crashStatistics
 	trace      []string
 }
