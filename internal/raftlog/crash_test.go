@@ -18,8 +18,9 @@ var crashSeeds = flag.Int("raftlog-crash-seeds", 2000, "number of seeded histori
 // (Ready saves of entries and hard state, overwriting appends, snapshots
 // created and received, compactions, clean reopens) on a crashable MemFS.
 // Before a write it may arm a fault at a random later disk operation (a
-// write, sync, directory sync, rename, removal, creation or truncation):
-// the write then fails part way, as power loss would stop it, and the
+// write, possibly after appending part of its bytes, a sync, directory
+// sync, rename, removal, creation or truncation): the write then fails
+// part way, as power loss would stop it, and the
 // filesystem is crashed with CrashCloneWith, keeping what was synced and a
 // seeded share of the rest, possibly tearing the last write. Crashes also
 // happen between writes. After each crash the storage is reopened and
@@ -113,7 +114,9 @@ func runCrashHistory(t *testing.T, seed uint64) crashStatistics {
 
 func (r *crashRun) reopen(mem *disk.MemFS) {
 	r.mem = mem
-	r.faulty = disk.NewFaulty(mem, disk.FaultConfig{})
+	// A write the armed fault fails first appends a random prefix of its
+	// bytes half the time, as a real write(2) can before the device errs.
+	r.faulty = disk.NewFaulty(mem, disk.FaultConfig{Seed: int64(r.random.Uint64() >> 1), PartialWriteProbability: 0.5})
 	r.cfg.FS = r.faulty
 	s, err := Open(r.cfg)
 	if err != nil {
