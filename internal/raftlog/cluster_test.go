@@ -1,12 +1,15 @@
 package raftlog
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log"
 	"slices"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/tidelog/tide/internal/disk"
 	"go.etcd.io/raft/v3"
@@ -72,7 +75,9 @@ func bootstrapStorage(t *testing.T) *disk.MemFS {
 // testNode is one node: its disk, storage, raft and state machine (the
 // proposals applied, in order).
 type testNode struct {
-	mem          *disk.MemFS
+	mem *disk.MemFS
+	// faulty wraps mem, for the faults TestClusterCrashes arms.
+	faulty       *disk.FaultyFS
 	storage      *Storage
 	raw          *raft.RawNode
 	applied      []string
@@ -85,21 +90,28 @@ type testCluster struct {
 	nodes         [4]*testNode
 	queue         []*pb.Message
 	snapshotsSent int
+	// onFailure is called when a node's storage fails (an injected
+	// fault); nil makes that a test failure.
+	onFailure func(id uint64, err error)
+	// committed maps every index any node applied to the entry applied
+	// there: raft's state machine safety says it is the same everywhere.
+	committed map[uint64]*pb.Entry
 }
 
 // start opens node id's storage, restores its state machine from the
 // storage's snapshot and starts raft on it.
 func (c *testCluster) start(id uint64, mem *disk.MemFS) {
-	s := mustOpen(c.t, testConfig(mem))
+	faulty := disk.NewFaulty(mem, disk.FaultConfig{Seed: int64(id), PartialWriteProbability: 0.5})
+	s := mustOpen(c.t, testConfig(faulty))
 	snapshot, err := s.Snapshot()
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	n := &testNode{mem: mem, storage: s}
+	n := &testNode{mem: mem, faulty: faulty, storage: s}
 	n.restore(snapshot)
 	n.raw, err = raft.NewRawNode(&raft.Config{
 		ID: id, ElectionTick: 10, HeartbeatTick: 1, Storage: s, Applied: n.appliedIndex,
-		MaxSizePerMsg: 4096, MaxInflightMsgs: 16,
+		MaxSizePerMsg: 4096, MaxInflightMsgs: 16, CheckQuorum: true, PreVote: true,
 		Logger: &raft.DefaultLogger{Logger: log.New(io.Discard, "", 0)},
 	})
 	if err != nil {
@@ -125,13 +137,15 @@ func (c *testCluster) handleReady(id uint64) bool {
 	rd := n.raw.Ready()
 	// Durable BEFORE the messages that depend on it leave.
 	if err := n.storage.Save(rd.HardState, rd.Entries, rd.Snapshot); err != nil {
-		c.t.Fatalf("node %d save: %v", id, err)
+		c.failed(id, fmt.Errorf("save: %w", err))
+		return true
 	}
 	if !raft.IsEmptySnap(rd.Snapshot) {
 		n.restore(rd.Snapshot)
 	}
 	c.queue = append(c.queue, rd.Messages...)
 	for _, entry := range rd.CommittedEntries {
+		c.checkCommitted(id, entry)
 		if entry.GetType() == pb.EntryNormal && len(entry.GetData()) > 0 {
 			n.applied = append(n.applied, string(entry.GetData()))
 		}
@@ -152,13 +166,34 @@ func (c *testCluster) maybeCompact(id uint64) {
 		return
 	}
 	if _, err := n.storage.CreateSnapshot(n.appliedIndex, nil, []byte(strings.Join(n.applied, "\n"))); err != nil {
-		c.t.Fatalf("node %d snapshot: %v", id, err)
+		c.failed(id, fmt.Errorf("snapshot: %w", err))
+		return
 	}
 	if first, _ := n.storage.FirstIndex(); n.appliedIndex-2 >= first {
 		if err := n.storage.Compact(n.appliedIndex - 2); err != nil {
-			c.t.Fatalf("node %d compact: %v", id, err)
+			c.failed(id, fmt.Errorf("compact: %w", err))
 		}
 	}
+}
+
+// failed handles a storage failure: the node must stop at once, sending
+// nothing more.
+func (c *testCluster) failed(id uint64, err error) {
+	if c.onFailure == nil || !errors.Is(err, disk.ErrInjected) {
+		c.t.Fatalf("node %d: %v", id, err)
+	}
+	c.onFailure(id, err)
+}
+
+// checkCommitted checks raft's state machine safety for one applied entry.
+func (c *testCluster) checkCommitted(id uint64, entry *pb.Entry) {
+	if c.committed == nil {
+		c.committed = map[uint64]*pb.Entry{}
+	}
+	if previous, ok := c.committed[entry.GetIndex()]; ok && !proto.Equal(previous, entry) {
+		c.t.Fatalf("node %d applied %v at index %d, another node applied %v", id, entry, entry.GetIndex(), previous)
+	}
+	c.committed[entry.GetIndex()] = entry
 }
 
 // deliver hands every queued message to its node, dropping those to nodes
@@ -182,27 +217,33 @@ func (c *testCluster) deliver() {
 	}
 }
 
-// settleUntil ticks, handles Readies and delivers until done holds.
+// settleUntil runs rounds until done holds.
 func (c *testCluster) settleUntil(what string, done func() bool) {
 	for round := 0; round < 2000; round++ {
 		if done() {
 			return
 		}
-		for id := uint64(1); id <= 3; id++ {
-			if c.nodes[id] != nil {
-				c.nodes[id].raw.Tick()
-			}
-		}
-		for busy := true; busy; {
-			busy = false
-			for id := uint64(1); id <= 3; id++ {
-				busy = c.handleReady(id) || busy
-			}
-			busy = busy || len(c.queue) > 0
-			c.deliver()
-		}
+		c.round()
 	}
 	c.t.Fatalf("%s: not reached after 2000 rounds", what)
+}
+
+// round ticks every node that is up, then handles Readies and delivers
+// messages until nothing is left to do.
+func (c *testCluster) round() {
+	for id := uint64(1); id <= 3; id++ {
+		if c.nodes[id] != nil {
+			c.nodes[id].raw.Tick()
+		}
+	}
+	for busy := true; busy; {
+		busy = false
+		for id := uint64(1); id <= 3; id++ {
+			busy = c.handleReady(id) || busy
+		}
+		busy = busy || len(c.queue) > 0
+		c.deliver()
+	}
 }
 
 // proposeAndWait proposes p-from..p-to on the leader and waits until the
@@ -225,13 +266,25 @@ func (c *testCluster) proposeAndWait(from, to int, nodes []uint64) {
 }
 
 func (c *testCluster) leader() uint64 {
-	for id := uint64(1); id <= 3; id++ {
-		if n := c.nodes[id]; n != nil && n.raw.BasicStatus().RaftState == raft.StateLeader {
-			return id
-		}
+	if id := c.maybeLeader(); id != 0 {
+		return id
 	}
 	c.t.Fatal("no leader")
 	return 0
+}
+
+// maybeLeader returns the node that is up and leads in the highest term,
+// or 0 if none does.
+func (c *testCluster) maybeLeader() uint64 {
+	leader, term := uint64(0), uint64(0)
+	for id := uint64(1); id <= 3; id++ {
+		if n := c.nodes[id]; n != nil {
+			if status := n.raw.BasicStatus(); status.RaftState == raft.StateLeader && status.GetTerm() >= term {
+				leader, term = id, status.GetTerm()
+			}
+		}
+	}
+	return leader
 }
 
 // checkAgreement checks that every node applied p-1..p-count in order and
