@@ -25,10 +25,15 @@ func (s *Storage) ApplySnapshot(snapshot *pb.Snapshot) error {
 func (s *Storage) applySnapshotLocked(snapshot *pb.Snapshot) error {
 	snapshot = pb.EnsureSnapshot(proto.Clone(pb.EnsureSnapshot(snapshot)).(*pb.Snapshot))
 	index, term := snapshot.GetMetadata().GetIndex(), snapshot.GetMetadata().GetTerm()
-	// An index-0 snapshot carries only a configuration (bootstrap), and
-	// is accepted only while there is no snapshot, as MemoryStorage does.
 	if current := s.snapshot.GetMetadata().GetIndex(); current != 0 && current >= index {
 		return raft.ErrSnapOutOfDate
+	}
+	// An index-0 snapshot carries only a configuration, to bootstrap a
+	// new node. On a storage that holds anything it would wipe the log
+	// (MemoryStorage allows it), so a node that bootstraps again on a
+	// restart is refused instead of losing its votes and entries.
+	if index == 0 && (s.lastIndex() > 0 || s.hardState != nil) {
+		return fmt.Errorf("%w: bootstrap snapshot on a storage that holds entries or a hard state", ErrInvalidWrite)
 	}
 	if commit := s.hardState.GetCommit(); index < commit {
 		return fmt.Errorf("%w: snapshot at %d is below the commit index %d", ErrInvalidWrite, index, commit)
@@ -39,6 +44,7 @@ func (s *Storage) applySnapshotLocked(snapshot *pb.Snapshot) error {
 	if err := s.resetLog(index, term); err != nil {
 		return s.fail(err)
 	}
+	s.maybeAssertInvariants("apply snapshot")
 	return nil
 }
 
@@ -166,5 +172,6 @@ func (s *Storage) Compact(i uint64) error {
 	if err := s.cfg.FS.SyncDir(s.cfg.Dir); err != nil {
 		return s.fail(err)
 	}
+	s.maybeAssertInvariants("compact")
 	return nil
 }

@@ -165,6 +165,9 @@ func TestInvalidWritesAreRefused(t *testing.T) {
 		"vote changed":        func() error { return s.SetHardState(newHardState(3, 2, 3)) },
 		"commit back":         func() error { return s.SetHardState(newHardState(3, 1, 2)) },
 		"commit past the end": func() error { return s.SetHardState(newHardState(3, 1, 9)) },
+		"bootstrap again": func() error {
+			return s.ApplySnapshot(&pb.Snapshot{Metadata: &pb.SnapshotMetadata{ConfState: &pb.ConfState{Voters: []uint64{1}}}})
+		},
 		"snapshot below commit": func() error {
 			return s.ApplySnapshot(&pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: new(uint64(2)), Term: new(uint64(2))}})
 		},

@@ -70,6 +70,7 @@ func (s *Storage) appendLocked(entries []*pb.Entry) error {
 		return s.fail(err)
 	}
 	s.entries = append(s.entries[:entries[0].GetIndex()-s.offset():entries[0].GetIndex()-s.offset()], entries...)
+	s.maybeAssertInvariants("append")
 	return nil
 }
 
