@@ -190,7 +190,7 @@ func (s *Storage) maybeCutTail(segment *segment, data []byte, position int64, in
 		return corrupt("not the last segment, so it was synced")
 	case index <= s.hardState.GetCommit():
 		return corrupt(fmt.Sprintf("at or below the durable commit index %d", s.hardState.GetCommit()))
-	case position > 0 && hasEntryAfter(data, position, s.cfg.MaxEntryBytes):
+	case hasEntryAfter(data, position, s.cfg.MaxEntryBytes):
 		return corrupt("a valid entry follows it")
 	}
 	s.recovery.TailError = damage

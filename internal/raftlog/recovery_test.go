@@ -104,6 +104,15 @@ func TestDamageBeforeAValidEntryIsCorruption(t *testing.T) {
 	wantCorruption(t, testConfig(mem), last)
 }
 
+func TestDamagedHeaderBeforeValidEntriesIsCorruption(t *testing.T) {
+	mem, segments := threeSegments(t, 10)
+	last := segments[len(segments)-1]
+	if err := mem.CorruptAt(last, 5, []byte("rot")); err != nil {
+		t.Fatal(err)
+	}
+	wantCorruption(t, testConfig(mem), last)
+}
+
 func TestDamagedHardStateAndSnapshotAreCorruption(t *testing.T) {
 	for _, name := range []string{hardStateName, snapshotName} {
 		mem, _ := threeSegments(t, 10)

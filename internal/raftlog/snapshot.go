@@ -97,7 +97,7 @@ func (s *Storage) resetLog(index, term uint64) error {
 }
 
 // CreateSnapshot durably records a snapshot of the application's state at
-// index i (which must be in the log), with configuration cs (the previous
+// index i (which must be in the log and committed), with configuration cs (the previous
 // snapshot's if nil) and the application's opaque data. It does not drop
 // entries: call Compact for that. It returns raft.ErrSnapOutOfDate for an
 // index not above the current snapshot's.
@@ -112,6 +112,11 @@ func (s *Storage) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.S
 	}
 	if i > s.lastIndex() || i < s.offset() {
 		return nil, fmt.Errorf("%w: snapshot at %d outside the log [%d, %d]", ErrInvalidWrite, i, s.offset(), s.lastIndex())
+	}
+	// The application applies only committed entries, and a snapshot of
+	// uncommitted ones could later contradict the log raft overwrites.
+	if commit := s.hardState.GetCommit(); i > commit {
+		return nil, fmt.Errorf("%w: snapshot at %d above the commit index %d", ErrInvalidWrite, i, commit)
 	}
 	if cs == nil {
 		cs = s.snapshot.GetMetadata().GetConfState()

@@ -165,6 +165,10 @@ func TestInvalidWritesAreRefused(t *testing.T) {
 		"vote changed":        func() error { return s.SetHardState(newHardState(3, 2, 3)) },
 		"commit back":         func() error { return s.SetHardState(newHardState(3, 1, 2)) },
 		"commit past the end": func() error { return s.SetHardState(newHardState(3, 1, 9)) },
+		"snapshot uncommitted": func() error {
+			_, err := s.CreateSnapshot(4, nil, nil)
+			return err
+		},
 		"bootstrap again": func() error {
 			return s.ApplySnapshot(&pb.Snapshot{Metadata: &pb.SnapshotMetadata{ConfState: &pb.ConfState{Voters: []uint64{1}}}})
 		},
