@@ -71,6 +71,12 @@ func (s *Storage) recover() error {
 	if err := s.checkRecovered(); err != nil {
 		return err
 	}
+	// After a process crash (not a power loss) the page cache still holds
+	// the dead process's unsynced writes, and recovery has just read them
+	// as if durable: a last segment's tail, a renamed hard-state file
+	// whose directory entry was not synced. Syncing them now, before raft
+	// reads anything, stops the node from acknowledging or voting on
+	// state that a later power loss would take back.
 	if err := s.segments[len(s.segments)-1].file.Sync(); err != nil {
 		return err
 	}

@@ -71,15 +71,17 @@ func (s *Storage) resetLog(index, term uint64) error {
 	// that still reaches back to the snapshot: removing oldest first
 	// could leave a log starting after the snapshot, which recovery must
 	// treat as lost files.
+	removed := len(s.segments) > 0
 	for len(s.segments) > 0 {
 		if err := s.removeSegment(s.segments[len(s.segments)-1]); err != nil {
 			return err
 		}
 		s.segments = s.segments[:len(s.segments)-1]
 	}
-	s.segments = nil
-	if err := s.cfg.FS.SyncDir(s.cfg.Dir); err != nil {
-		return err
+	if removed {
+		if err := s.cfg.FS.SyncDir(s.cfg.Dir); err != nil {
+			return err
+		}
 	}
 	fresh, err := createSegment(s.cfg.FS, s.cfg.Dir, segmentHeader{base: index + 1, termBefore: term})
 	if err != nil {
