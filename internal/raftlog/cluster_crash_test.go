@@ -10,7 +10,7 @@ import (
 	"github.com/tidelog/tide/internal/disk"
 )
 
-var clusterSeeds = flag.Int("raftlog-cluster-seeds", 40, "number of seeded runs in TestClusterCrashes")
+var clusterSeeds = flag.Int("raftlog-cluster-seeds", 100, "number of seeded runs in TestClusterCrashes")
 
 // TestClusterCrashes runs a three-node raft cluster on this storage through
 // seeded schedules of proposals and crashes: a fault armed at a random disk
