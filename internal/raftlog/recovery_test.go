@@ -1,6 +1,7 @@
 package raftlog
 
 import (
+	"bytes"
 	"errors"
 	"path"
 	"testing"
@@ -218,5 +219,22 @@ func TestCompactRemovesWholeSegments(t *testing.T) {
 	want := uint64(1 + (first-1)/20)
 	if term, err := reopened.Term(first - 1); err != nil || term != want {
 		t.Fatalf("Term(%d) = %d, %v; want %d", first-1, term, err, want)
+	}
+}
+
+// TestTailScanIsBounded checks hasEntryAfter on bytes where every
+// position looks like the start of a long entry frame (bad checksums): it
+// must stop at its budget, answering corruption, instead of checksumming
+// tens of megabytes at each of millions of positions.
+func TestTailScanIsBounded(t *testing.T) {
+	data := bytes.Repeat([]byte{byte(kindEntry)}, 40<<20)
+	// Each candidate's length is 0x02020202 bytes (about 32 MiB), within
+	// the largest entry limit and within the data for the first 6 MiB of
+	// positions.
+	if !hasEntryAfter(data, 0, EntryBytesMaxLimit) {
+		t.Fatal("a scan past its budget must answer that the damage is not a torn tail")
+	}
+	if hasEntryAfter(bytes.Repeat([]byte{byte(kindEntry)}, 64<<10), 0, 1<<20) {
+		t.Fatal("found an entry where every candidate's length is over the limit")
 	}
 }
