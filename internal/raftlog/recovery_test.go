@@ -238,3 +238,25 @@ func TestTailScanIsBounded(t *testing.T) {
 		t.Fatal("found an entry where every candidate's length is over the limit")
 	}
 }
+
+// TestLoweredLimitsKeepWrittenEntries reopens with a smaller MaxEntryBytes
+// than the entries were written with: they must all still be there, not
+// cut as damage.
+func TestLoweredLimitsKeepWrittenEntries(t *testing.T) {
+	mem := disk.NewMem()
+	s := mustOpen(t, testConfig(mem))
+	if err := s.Save(newHardState(1, 1, 1), entryRange(1, 3, 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append([]*pb.Entry{newEntry(3, 1, string(make([]byte, 900)))}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	cfg := testConfig(mem)
+	cfg.MaxEntryBytes = 100
+	reopened := mustOpen(t, cfg)
+	defer reopened.Close()
+	if last, _ := reopened.LastIndex(); last != 3 || reopened.Recovery().TailError != nil {
+		t.Fatalf("last index %d, report %+v: the large entry was cut", last, reopened.Recovery())
+	}
+}
