@@ -41,13 +41,15 @@ type Config struct {
 	// past this size. Default 16 MiB.
 	SegmentBytes int64
 	// MaxEntryBytes bounds one entry's encoding (raftpb.Entry protobuf
-	// bytes): Append refuses larger entries and recovery treats a larger
-	// length as damage. It must leave room for the segment header in a
-	// segment. Default 1 MiB. The metadata quorum's proposals are small;
+	// bytes): Append refuses larger entries. Recovery reads with
+	// EntryBytesMaxLimit instead, so that lowering this between runs never
+	// makes written entries look damaged. It must leave room for the
+	// segment header in a segment. Default 1 MiB. The metadata quorum's proposals are small;
 	// the caller should also set raft.Config.MaxSizePerMsg below it.
 	MaxEntryBytes int
 	// MaxSnapshotBytes bounds a snapshot's encoding (metadata and the
-	// application's data). Default 256 MiB.
+	// application's data) when it is written; recovery reads up to
+	// SnapshotBytesMaxLimit. Default 256 MiB.
 	MaxSnapshotBytes int64
 }
 

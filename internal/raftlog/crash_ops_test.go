@@ -91,7 +91,11 @@ func (r *crashRun) saveReady() crashOperation {
 			if r.random.IntN(6) == 0 {
 				term++
 			}
-			data := fmt.Sprintf("%d.%d:%s", at+uint64(i), term, strings.Repeat("e", r.random.IntN(250)))
+			// The write number makes every written entry unique, so that
+			// an entry rewritten with the same index and term is told
+			// apart from the one it replaces.
+			r.writes++
+			data := fmt.Sprintf("%d.%d.%d:%s", at+uint64(i), term, r.writes, strings.Repeat("e", r.random.IntN(250)))
 			entries = append(entries, newEntry(at+uint64(i), term, data))
 		}
 	}

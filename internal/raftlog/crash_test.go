@@ -18,8 +18,9 @@ var crashSeeds = flag.Int("raftlog-crash-seeds", 2000, "number of seeded histori
 // (Ready saves of entries and hard state, overwriting appends, snapshots
 // created and received, compactions, clean reopens) on a crashable MemFS.
 // Before a write it may arm a fault at a random later disk operation (a
-// write, sync, directory sync, rename, removal, creation or truncation):
-// the write then fails part way, as power loss would stop it, and the
+// write, possibly after appending part of its bytes, a sync, directory
+// sync, rename, removal, creation or truncation): the write then fails
+// part way, as power loss would stop it, and the
 // filesystem is crashed with CrashCloneWith, keeping what was synced and a
 // seeded share of the rest, possibly tearing the last write. Crashes also
 // happen between writes. After each crash the storage is reopened and
@@ -32,6 +33,11 @@ var crashSeeds = flag.Int("raftlog-crash-seeds", 2000, "number of seeded histori
 //     the vote never changes within a term; the snapshot is D's or N's;
 //   - the log is a consistent prefix of D's or N's log (entries a reopen
 //     brings back below the compaction point are the ones written there).
+//
+// A third of the interrupted writes are process crashes instead: the
+// storage is reopened on the same MemFS, whose unsynced writes survive as
+// a page cache's would, and then power is lost keeping nothing unsynced;
+// the second recovery must find exactly what the first one showed.
 //
 // A crash after a write that returned must give back exactly that write's
 // state. A failure prints the seed and the trace; rerun one with
@@ -53,13 +59,14 @@ func TestCrashRecovery(t *testing.T) {
 // crashStatistics count what the histories exercised, so that a change
 // that stops the test from reaching torn tails or resets shows up.
 type crashStatistics struct {
-	Steps, InterruptedWrites, Crashes, TornTailsCut, SegmentsRemoved, LogResets int
+	Steps, InterruptedWrites, Crashes, ProcessCrashes, TornTailsCut, SegmentsRemoved, LogResets int
 }
 
 func (c *crashStatistics) add(o crashStatistics) {
 	c.Steps += o.Steps
 	c.InterruptedWrites += o.InterruptedWrites
 	c.Crashes += o.Crashes
+	c.ProcessCrashes += o.ProcessCrashes
 	c.TornTailsCut += o.TornTailsCut
 	c.SegmentsRemoved += o.SegmentsRemoved
 	c.LogResets += o.LogResets
@@ -75,7 +82,9 @@ type crashRun struct {
 	// model is D, the state of the last write that returned.
 	model crashModel
 	// history maps each index to the last entry written there.
-	history    map[uint64]*pb.Entry
+	history map[uint64]*pb.Entry
+	// writes counts the entries written, to make each one unique.
+	writes     int
 	statistics crashStatistics
 	trace      []string
 }
@@ -111,7 +120,9 @@ func runCrashHistory(t *testing.T, seed uint64) crashStatistics {
 
 func (r *crashRun) reopen(mem *disk.MemFS) {
 	r.mem = mem
-	r.faulty = disk.NewFaulty(mem, disk.FaultConfig{})
+	// A write the armed fault fails first appends a random prefix of its
+	// bytes half the time, as a real write(2) can before the device errs.
+	r.faulty = disk.NewFaulty(mem, disk.FaultConfig{Seed: int64(r.random.Uint64() >> 1), PartialWriteProbability: 0.5})
 	r.cfg.FS = r.faulty
 	s, err := Open(r.cfg)
 	if err != nil {
@@ -141,7 +152,29 @@ func (r *crashRun) write(op crashOperation) {
 	}
 	r.statistics.InterruptedWrites++
 	r.trace = append(r.trace, op.describe+" interrupted: "+err.Error())
+	if r.random.IntN(3) == 0 {
+		r.processCrash(r.model, next)
+		return
+	}
 	r.crash(r.model, next, "crash during the write")
+}
+
+// processCrash is the process dying during a write while the machine stays
+// up: the page cache keeps every unsynced write, and recovery reads them as
+// if durable. Then power is lost with nothing unsynced surviving: what the
+// first recovery showed must still be there, or the node could have voted
+// or acknowledged on state that was never durable.
+func (r *crashRun) processCrash(durable, next crashModel) {
+	r.statistics.ProcessCrashes++
+	r.s.Close()
+	r.reopen(r.mem)
+	seen := r.checkReopened(durable, next, "process crash during the write")
+	r.s.Close()
+	r.reopen(r.mem.CrashCloneWith(disk.CrashOptions{Survival: disk.SurviveNothing}))
+	again := r.checkReopened(seen, seen, "power loss after recovery")
+	if again.String() != seen.String() {
+		r.fatalf("recovery's view was not durable:\n  before the power loss: %s\n  after:                %s", seen.String(), again.String())
+	}
 }
 
 func (r *crashRun) disarm() {
@@ -158,6 +191,12 @@ func (r *crashRun) crash(durable, next crashModel, why string) {
 	options.Survival = disk.Survival(r.random.IntN(3))
 	r.s.Close()
 	r.reopen(r.mem.CrashCloneWith(options))
+	r.checkReopened(durable, next, fmt.Sprintf("%s (survival %d)", why, options.Survival))
+}
+
+// checkReopened checks the storage just reopened against durable and next,
+// continues the run from what it holds, and returns that.
+func (r *crashRun) checkReopened(durable, next crashModel, why string) crashModel {
 	report := r.s.Recovery()
 	if report.TailError != nil {
 		r.statistics.TornTailsCut++
@@ -170,7 +209,7 @@ func (r *crashRun) crash(durable, next crashModel, why string) {
 	if err != nil {
 		r.fatalf("read recovered storage: %v", err)
 	}
-	r.trace = append(r.trace, fmt.Sprintf("%s (survival %d): recovered %s; report %+v", why, options.Survival, recovered.String(), report))
+	r.trace = append(r.trace, fmt.Sprintf("%s: recovered %s; report %+v", why, recovered.String(), report))
 	if err := r.checkRecovered(&recovered, &durable, &next); err != nil {
 		r.fatalf("%v\n  durable: %s\n  next:    %s", err, durable.String(), next.String())
 	}
@@ -185,4 +224,5 @@ func (r *crashRun) crash(durable, next crashModel, why string) {
 	for _, entry := range recovered.entries {
 		r.history[entry.GetIndex()] = entry
 	}
+	return recovered
 }

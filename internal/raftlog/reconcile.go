@@ -55,10 +55,16 @@ func (s *Storage) checkRecovered() error {
 		return &CorruptionError{File: path.Join(s.cfg.Dir, hardStateName), Index: commit, Cause: fmt.Errorf(
 			"%w: commit index %d beyond the last index %d", ErrDamaged, commit, s.lastIndex())}
 	}
-	if invariants.Enabled {
-		s.assertInvariants("recovery")
-	}
+	s.maybeAssertInvariants("recovery")
 	return nil
+}
+
+// maybeAssertInvariants walks the whole structure (assertInvariants) in
+// builds with the invariants tag, after every write and at recovery.
+func (s *Storage) maybeAssertInvariants(when string) {
+	if invariants.Enabled {
+		s.assertInvariants(when)
+	}
 }
 
 // assertInvariants panics when the in-memory state contradicts itself

@@ -33,7 +33,13 @@ type RecoveryReport struct {
 	RemovedTemporaryFiles int
 }
 
-// recover rebuilds the in-memory state from the files: the snapshot and
+// recover rebuilds the in-memory state from the files. It reads with the
+// hard limits (EntryBytesMaxLimit, SnapshotBytesMaxLimit), not the
+// configured ones: lowering MaxEntryBytes between runs must not make
+// entries already written look damaged, and be cut from the tail. Reading
+// stays bounded, by those limits and by the files' real sizes.
+//
+// It reads the snapshot and
 // hard state (either missing or whole; any damage is a CorruptionError),
 // then every segment in order. Damage in the last segment above the durable
 // commit index, with nothing valid after it, is a torn tail from a crash
@@ -50,7 +56,7 @@ func (s *Storage) recover() error {
 		return err
 	}
 	snapshot := &pb.Snapshot{}
-	if found, err := readMessageFile(fs, path.Join(dir, snapshotName), kindSnapshot, s.cfg.MaxSnapshotBytes, snapshot); err != nil {
+	if found, err := readMessageFile(fs, path.Join(dir, snapshotName), kindSnapshot, SnapshotBytesMaxLimit, snapshot); err != nil {
 		return err
 	} else if found {
 		s.snapshot = pb.EnsureSnapshot(snapshot)
@@ -71,6 +77,12 @@ func (s *Storage) recover() error {
 	if err := s.checkRecovered(); err != nil {
 		return err
 	}
+	// After a process crash (not a power loss) the page cache still holds
+	// the dead process's unsynced writes, and recovery has just read them
+	// as if durable: a last segment's tail, a renamed hard-state file
+	// whose directory entry was not synced. Syncing them now, before raft
+	// reads anything, stops the node from acknowledging or voting on
+	// state that a later power loss would take back.
 	if err := s.segments[len(s.segments)-1].file.Sync(); err != nil {
 		return err
 	}
@@ -131,7 +143,7 @@ func (s *Storage) loadSegments(bases []uint64) ([]*pb.Entry, error) {
 		if err := s.checkFollows(segment, i); err != nil {
 			return nil, err
 		}
-		result := scanSegment(data, header, s.cfg.MaxEntryBytes)
+		result := scanSegment(data, header, EntryBytesMaxLimit)
 		entries = append(entries, result.entries...)
 		s.recovery.EntriesRead += len(result.entries)
 		segment.ends, segment.lastTerm = result.ends, header.termBefore
@@ -190,7 +202,7 @@ func (s *Storage) maybeCutTail(segment *segment, data []byte, position int64, in
 		return corrupt("not the last segment, so it was synced")
 	case index <= s.hardState.GetCommit():
 		return corrupt(fmt.Sprintf("at or below the durable commit index %d", s.hardState.GetCommit()))
-	case position > 0 && hasEntryAfter(data, position, s.cfg.MaxEntryBytes):
+	case hasEntryAfter(data, position, EntryBytesMaxLimit):
 		return corrupt("a valid entry follows it")
 	}
 	s.recovery.TailError = damage

@@ -1,6 +1,7 @@
 package raftlog
 
 import (
+	"encoding/binary"
 	"fmt"
 	"path"
 
@@ -123,15 +124,30 @@ func decodeEntry(data []byte, maxEntryBytes int) (*pb.Entry, int, error) {
 	return entry, size, nil
 }
 
+// tailScanBytesMax bounds the bytes hasEntryAfter checksums, so that a
+// damaged last segment whose bytes happen to look like many long frames
+// cannot make Open take time quadratic in the segment's size.
+const tailScanBytesMax = 64 << 20
+
 // hasEntryAfter reports whether a valid entry frame starts anywhere in
 // data after position from. A crash tears only the end of the last write,
 // so a valid entry after damaged bytes means the damage is not a torn tail
 // but corruption of bytes that had been written before. Candidates are
-// filtered by kind and length before their checksum is computed.
+// filtered by kind and length before their checksum is computed. If the
+// scan exceeds tailScanBytesMax it answers true: damage that cannot be
+// shown to be a torn tail is treated as corruption, never cut.
 func hasEntryAfter(data []byte, from int64, maxEntryBytes int) bool {
+	scanned := 0
 	for position := from + 1; position+frameHeaderBytes <= int64(len(data)); position++ {
 		if recordKind(data[position+8]) != kindEntry {
 			continue
+		}
+		length := int(binary.LittleEndian.Uint32(data[position : position+4]))
+		if length > maxEntryBytes || position+int64(frameHeaderBytes+length) > int64(len(data)) {
+			continue
+		}
+		if scanned += length; scanned > tailScanBytesMax {
+			return true
 		}
 		if _, _, err := decodeEntry(data[position:], maxEntryBytes); err == nil {
 			return true

@@ -25,10 +25,15 @@ func (s *Storage) ApplySnapshot(snapshot *pb.Snapshot) error {
 func (s *Storage) applySnapshotLocked(snapshot *pb.Snapshot) error {
 	snapshot = pb.EnsureSnapshot(proto.Clone(pb.EnsureSnapshot(snapshot)).(*pb.Snapshot))
 	index, term := snapshot.GetMetadata().GetIndex(), snapshot.GetMetadata().GetTerm()
-	// An index-0 snapshot carries only a configuration (bootstrap), and
-	// is accepted only while there is no snapshot, as MemoryStorage does.
 	if current := s.snapshot.GetMetadata().GetIndex(); current != 0 && current >= index {
 		return raft.ErrSnapOutOfDate
+	}
+	// An index-0 snapshot carries only a configuration, to bootstrap a
+	// new node. On a storage that holds anything it would wipe the log
+	// (MemoryStorage allows it), so a node that bootstraps again on a
+	// restart is refused instead of losing its votes and entries.
+	if index == 0 && (s.lastIndex() > 0 || s.hardState != nil) {
+		return fmt.Errorf("%w: bootstrap snapshot on a storage that holds entries or a hard state", ErrInvalidWrite)
 	}
 	if commit := s.hardState.GetCommit(); index < commit {
 		return fmt.Errorf("%w: snapshot at %d is below the commit index %d", ErrInvalidWrite, index, commit)
@@ -39,6 +44,7 @@ func (s *Storage) applySnapshotLocked(snapshot *pb.Snapshot) error {
 	if err := s.resetLog(index, term); err != nil {
 		return s.fail(err)
 	}
+	s.maybeAssertInvariants("apply snapshot")
 	return nil
 }
 
@@ -65,15 +71,17 @@ func (s *Storage) resetLog(index, term uint64) error {
 	// that still reaches back to the snapshot: removing oldest first
 	// could leave a log starting after the snapshot, which recovery must
 	// treat as lost files.
+	removed := len(s.segments) > 0
 	for len(s.segments) > 0 {
 		if err := s.removeSegment(s.segments[len(s.segments)-1]); err != nil {
 			return err
 		}
 		s.segments = s.segments[:len(s.segments)-1]
 	}
-	s.segments = nil
-	if err := s.cfg.FS.SyncDir(s.cfg.Dir); err != nil {
-		return err
+	if removed {
+		if err := s.cfg.FS.SyncDir(s.cfg.Dir); err != nil {
+			return err
+		}
 	}
 	fresh, err := createSegment(s.cfg.FS, s.cfg.Dir, segmentHeader{base: index + 1, termBefore: term})
 	if err != nil {
@@ -91,7 +99,7 @@ func (s *Storage) resetLog(index, term uint64) error {
 }
 
 // CreateSnapshot durably records a snapshot of the application's state at
-// index i (which must be in the log), with configuration cs (the previous
+// index i (which must be in the log and committed), with configuration cs (the previous
 // snapshot's if nil) and the application's opaque data. It does not drop
 // entries: call Compact for that. It returns raft.ErrSnapOutOfDate for an
 // index not above the current snapshot's.
@@ -106,6 +114,11 @@ func (s *Storage) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.S
 	}
 	if i > s.lastIndex() || i < s.offset() {
 		return nil, fmt.Errorf("%w: snapshot at %d outside the log [%d, %d]", ErrInvalidWrite, i, s.offset(), s.lastIndex())
+	}
+	// The application applies only committed entries, and a snapshot of
+	// uncommitted ones could later contradict the log raft overwrites.
+	if commit := s.hardState.GetCommit(); i > commit {
+		return nil, fmt.Errorf("%w: snapshot at %d above the commit index %d", ErrInvalidWrite, i, commit)
 	}
 	if cs == nil {
 		cs = s.snapshot.GetMetadata().GetConfState()
@@ -166,5 +179,6 @@ func (s *Storage) Compact(i uint64) error {
 	if err := s.cfg.FS.SyncDir(s.cfg.Dir); err != nil {
 		return s.fail(err)
 	}
+	s.maybeAssertInvariants("compact")
 	return nil
 }

@@ -165,6 +165,13 @@ func TestInvalidWritesAreRefused(t *testing.T) {
 		"vote changed":        func() error { return s.SetHardState(newHardState(3, 2, 3)) },
 		"commit back":         func() error { return s.SetHardState(newHardState(3, 1, 2)) },
 		"commit past the end": func() error { return s.SetHardState(newHardState(3, 1, 9)) },
+		"snapshot uncommitted": func() error {
+			_, err := s.CreateSnapshot(4, nil, nil)
+			return err
+		},
+		"bootstrap again": func() error {
+			return s.ApplySnapshot(&pb.Snapshot{Metadata: &pb.SnapshotMetadata{ConfState: &pb.ConfState{Voters: []uint64{1}}}})
+		},
 		"snapshot below commit": func() error {
 			return s.ApplySnapshot(&pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: new(uint64(2)), Term: new(uint64(2))}})
 		},
@@ -206,5 +213,51 @@ func TestFailedWriteStopsTheStorage(t *testing.T) {
 	defer reopened.Close()
 	if last, _ := reopened.LastIndex(); last != 3 {
 		t.Fatalf("last index %d after reopen, want the 3 durable entries", last)
+	}
+}
+
+// TestReturnedEntriesAreProtected checks raft's ownership rule: the caller
+// may append to the slice Entries returns without changing the storage,
+// and an overwrite does not change entries already returned.
+func TestReturnedEntriesAreProtected(t *testing.T) {
+	s := mustOpen(t, testConfig(disk.NewMem()))
+	defer s.Close()
+	if err := s.Append(entryRange(1, 6, 1)); err != nil {
+		t.Fatal(err)
+	}
+	returned, err := s.Entries(1, 4, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = append(returned, newEntry(4, 9, "caller's"))
+	if term, _ := s.Term(4); term != 1 {
+		t.Fatalf("a caller's append changed entry 4 to term %d", term)
+	}
+	if err := s.Append(entryRange(2, 4, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if returned[1].GetTerm() != 1 || returned[2].GetTerm() != 1 {
+		t.Fatalf("an overwrite changed entries returned before it: %s", describeEntries(returned))
+	}
+}
+
+// TestSaveSnapshotAndEntries saves a Ready holding a snapshot from the
+// leader and the entries after it, as a lagging follower receives them.
+func TestSaveSnapshotAndEntries(t *testing.T) {
+	mem := disk.NewMem()
+	s := mustOpen(t, testConfig(mem))
+	if err := s.Save(newHardState(1, 1, 3), entryRange(1, 4, 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	snapshot := &pb.Snapshot{Data: []byte("image at 50"), Metadata: &pb.SnapshotMetadata{Index: new(uint64(50)), Term: new(uint64(4))}}
+	if err := s.Save(newHardState(4, 0, 52), entryRange(51, 55, 4), snapshot); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	reopened := mustOpen(t, testConfig(mem))
+	defer reopened.Close()
+	checkRange(t, reopened, 51, 54)
+	if hs, _, _ := reopened.InitialState(); hardStateValues(hs) != [3]uint64{4, 0, 52} {
+		t.Fatalf("hard state %v", hs)
 	}
 }

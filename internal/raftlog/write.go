@@ -69,7 +69,15 @@ func (s *Storage) appendLocked(entries []*pb.Entry) error {
 	if err := s.writeFrames(frames, entries); err != nil {
 		return s.fail(err)
 	}
-	s.entries = append(s.entries[:entries[0].GetIndex()-s.offset():entries[0].GetIndex()-s.offset()], entries...)
+	keep := entries[0].GetIndex() - s.offset()
+	if keep < uint64(len(s.entries)) {
+		// Overwriting: copy, because slices returned by Entries may
+		// still refer to the entries being replaced.
+		s.entries = append(s.entries[:keep:keep], entries...)
+	} else {
+		s.entries = append(s.entries, entries...)
+	}
+	s.maybeAssertInvariants("append")
 	return nil
 }
 
