@@ -125,7 +125,7 @@ func (l *Lifecycle) Tick() {
 	}
 	if l.node != nil {
 		l.node.Tick()
-		l.takeProposals()
+		l.Collect()
 	}
 }
 
@@ -148,8 +148,13 @@ func (l *Lifecycle) nextVoter() {
 	l.target = l.config.Voters[0]
 }
 
-// takeProposals sends the node's ISR proposals to the controller.
-func (l *Lifecycle) takeProposals() {
+// Collect turns what the node has for the controller (ISR proposals, a
+// request for producer ids) into requests. The environment calls it after
+// every input to the node, before it empties the node's outbox.
+func (l *Lifecycle) Collect() {
+	if l.node == nil {
+		return
+	}
 	for _, change := range l.node.TakeProposals() {
 		item := controller.AlterPartitionItem{TopicPartition: change.Partition, LeaderEpoch: change.LeaderEpoch, PartitionEpoch: change.PartitionEpoch}
 		for _, member := range change.NewISR {

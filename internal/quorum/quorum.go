@@ -225,6 +225,17 @@ func (q *Quorum) Active() bool { return q.active }
 func (q *Quorum) Leader() metadata.BrokerID { return q.leader }
 func (q *Quorum) Term() uint64              { return q.term }
 
+// Entries returns up to max committed metadata entries from offset on, as
+// far as this node still keeps them in memory (nil when offset is before
+// what it keeps, or after its image).
+func (q *Quorum) Entries(offset int64, max int) []metadata.Entry {
+	if len(q.history) == 0 || offset < q.history[0].Offset || offset > q.image.Offset() {
+		return nil
+	}
+	entries := q.history[offset-q.history[0].Offset:]
+	return append([]metadata.Entry(nil), entries[:min(len(entries), max)]...)
+}
+
 // AppliedIndex is the last raft index applied.
 func (q *Quorum) AppliedIndex() uint64 { return q.applied }
 

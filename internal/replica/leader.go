@@ -288,9 +288,20 @@ func (r *Replica) maybeAdvanceHighWatermark() {
 // assertHighWatermarkCovered checks that every ISR member the leader has
 // heard from in this epoch holds everything below the high watermark: a
 // member that holds less would be elected without committed records.
+//
+// A member fetching as a newer incarnation than the leader's metadata
+// knows is left out: it restarted, perhaps with its data disk replaced,
+// and registering without vouching for its log took it out of the ISR at
+// the controller (KIP-903, KIP-966). The leader, cut off, may not have
+// heard yet; until it does, that member's offsets hold the high watermark
+// where it is, which is safe.
 func (r *Replica) assertHighWatermarkCovered() {
 	for _, id := range r.state.ISR {
-		if progress, ok := r.leader.followers[id]; ok && progress.logEndOffset >= 0 && progress.logEndOffset < r.highWatermark {
+		progress, ok := r.leader.followers[id]
+		if broker, known := r.brokers[id]; ok && known && progress.brokerEpoch != metadata.NoBrokerEpoch && progress.brokerEpoch > broker.Epoch {
+			continue
+		}
+		if ok && progress.logEndOffset >= 0 && progress.logEndOffset < r.highWatermark {
 			r.violate(fmt.Sprintf("high watermark %d above the log end offset %d of ISR member %d", r.highWatermark, progress.logEndOffset, id))
 		}
 	}

@@ -97,6 +97,31 @@ func TestFetchFromOlderIncarnationIsRejected(t *testing.T) {
 	}
 }
 
+// A follower that restarted with an empty log (its data disk replaced)
+// fetches from 0 as a newer incarnation than the leader's metadata knows,
+// while the leader, cut off from the controller, still has it in the ISR:
+// that is no broken invariant, and the high watermark stays where it is.
+func TestFetchFromNewerIncarnationBelowTheHighWatermark(t *testing.T) {
+	r := leaderReplica(t, testConfig(false, nil), 10, 1, 2)
+	r.HandleFetch(FetchRequest{ReplicaID: 2, ReplicaEpoch: 20, CurrentLeaderEpoch: 5, FetchOffset: 10, LastFetchedEpoch: 5})
+	r.Ready()
+	if r.HighWatermark() != 10 {
+		t.Fatalf("high watermark %d, want 10", r.HighWatermark())
+	}
+	r.HandleFetch(FetchRequest{ReplicaID: 2, ReplicaEpoch: 25, CurrentLeaderEpoch: 5, FetchOffset: 0, LastFetchedEpoch: record.NoLeaderEpoch})
+	ready := r.Ready()
+	if len(ready.Violations) != 0 || r.HighWatermark() != 10 {
+		t.Fatalf("violations %v, high watermark %d", ready.Violations, r.HighWatermark())
+	}
+	// The same incarnation fetching below the high watermark is a bug.
+	defer func() {
+		if recover() == nil {
+			t.Fatal("an ISR member of the known incarnation below the high watermark did not panic")
+		}
+	}()
+	r.HandleFetch(FetchRequest{ReplicaID: 2, ReplicaEpoch: 20, CurrentLeaderEpoch: 5, FetchOffset: 3, LastFetchedEpoch: 5})
+}
+
 func TestProduceErrors(t *testing.T) {
 	config := testConfig(false, nil)
 	config.MinInsyncReplicas = 2

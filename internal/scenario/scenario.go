@@ -1,8 +1,8 @@
 // Package scenario replays the seed documents' failures step by step on
 // the simulator (internal/sim's scripted mode): whole brokers
 // (internal/broker over internal/commitlog on crashable in-memory disks),
-// the simulator's logical controller running the real internal/controller
-// decisions, and its network. A script follows a seed's text and numbers:
+// the real metadata quorum (one dedicated controller) running the
+// internal/controller decisions, and the simulated network. A script follows a seed's text and numbers:
 // it holds a link and delivers or drops its messages one by one, crashes,
 // pauses, cuts and shuts brokers down, runs a preferred election, and lets
 // the cluster run until something happens. Leaders change only the way they

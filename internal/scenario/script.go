@@ -12,8 +12,8 @@ import (
 )
 
 // The script verbs, each a step of a seed as its text tells it, run on the
-// simulator (sim.Script): whole brokers, the logical controller's real
-// decisions, the simulated network with one-tick messages.
+// simulator (sim.Script): whole brokers, the metadata quorum's controller
+// and its real decisions, the simulated network with one-tick messages.
 //
 //	cluster brokers=N [flush=never] [manual-sync] [legacy=RULE,...] [seed=S]
 //	topic replicas=1,2,3 [min-isr=N] [name=T]    replicas in order; the first is preferred

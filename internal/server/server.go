@@ -263,6 +263,7 @@ func (s *Server) handleAnswer(answer quorum.Answer) {
 // flush carries out what the cores have for the outside: the broker's
 // requests to controllers, and every quorum Ready.
 func (s *Server) flush() error {
+	s.lifecycle.Collect()
 	for _, out := range s.lifecycle.TakeRequests() {
 		if out.To == s.config.ID && s.quorum != nil {
 			s.handleRequest(out.Request)

@@ -20,6 +20,9 @@ const (
 	InvariantReplicaViolation   = "replica-invariant"
 	InvariantAckedDuplicated    = "acknowledged-write-duplicated"
 	InvariantProducerIDReused   = "producer-id-reused"
+	// InvariantTwoControllers: two controllers decided in one raft term
+	// (Raft's election safety, as the controller depends on it).
+	InvariantTwoControllers = "two-active-controllers-in-one-term"
 )
 
 // Violation is a broken invariant.
@@ -65,6 +68,8 @@ type checker struct {
 	// so its observations come in the order they were served.
 	highestHighWatermark map[clientPartition]record.Offset
 	leaders              map[leaderKey]metadata.BrokerID
+	// activeControllers is the controller seen active in each raft term.
+	activeControllers map[uint64]metadata.BrokerID
 	// lastAck is when each partition last had a write acknowledged with
 	// acks=all, for the liveness check.
 	lastAck map[metadata.TopicPartition]int64
@@ -89,7 +94,8 @@ func newChecker(w *world) *checker {
 	return &checker{
 		w: w, acked: map[metadata.TopicPartition][]batchID{}, read: map[metadata.TopicPartition]map[record.Offset]batchID{},
 		highestHighWatermark: map[clientPartition]record.Offset{}, leaders: map[leaderKey]metadata.BrokerID{},
-		lastAck: map[metadata.TopicPartition]int64{}, producerIDs: map[int64]int{},
+		activeControllers: map[uint64]metadata.BrokerID{},
+		lastAck:           map[metadata.TopicPartition]int64{}, producerIDs: map[int64]int{},
 	}
 }
 
@@ -200,8 +206,24 @@ func (c *checker) observeRead(tp metadata.TopicPartition, batches []byte, highWa
 // step runs the cheap checks every tick and the log checks periodically.
 func (c *checker) step() {
 	c.checkOneLeaderPerEpoch()
+	c.checkOneControllerPerTerm()
 	if c.w.now%checkEveryTicks == 0 {
 		c.checkLogs(false)
+	}
+}
+
+// checkOneControllerPerTerm checks that at most one controller is active
+// in any raft term: two would decide against different images.
+func (c *checker) checkOneControllerPerTerm() {
+	for _, node := range c.w.controllers {
+		if !node.running() || !node.q.Active() {
+			continue
+		}
+		term := node.q.Term()
+		if other, ok := c.activeControllers[term]; ok && other != node.id {
+			c.fail(InvariantTwoControllers, "c%d and c%d both active in term %d", other, node.id, term)
+		}
+		c.activeControllers[term] = node.id
 	}
 }
 
@@ -241,7 +263,7 @@ type liveLog struct {
 // leader; and replicas agree below their high watermarks. With final set,
 // every acknowledged batch must be on every replica.
 func (c *checker) checkLogs(final bool) {
-	for _, state := range c.w.controller.image.Partitions() {
+	for _, state := range c.w.metadataImage().Partitions() {
 		if final && c.w.allowedOffline(state) {
 			continue
 		}

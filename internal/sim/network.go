@@ -5,24 +5,32 @@ import (
 	"fmt"
 	"sort"
 
+	"go.etcd.io/raft/v3/raftpb"
+
 	"github.com/tidelog/tide/internal/broker"
 	"github.com/tidelog/tide/internal/metadata"
-	"github.com/tidelog/tide/internal/replica"
+	"github.com/tidelog/tide/internal/quorum"
 )
 
-// address names an endpoint: a broker (> 0), the controller (0) or a client
-// (< 0).
+// address names an endpoint: a broker (1 ..< controllerBase), a
+// controller of the metadata quorum (controllerBase + its id) or a client
+// (< 0). A broker and the controller it shares a machine with (combined
+// mode) have two addresses, as they have two listeners.
 type address int64
 
-const controllerAddress address = 0
+// controllerBase is the first controller address.
+const controllerBase address = 1 << 20
 
-func brokerAddress(id metadata.BrokerID) address { return address(id) }
-func clientAddress(id int) address               { return address(-1 - id) }
+func brokerAddress(id metadata.BrokerID) address     { return address(id) }
+func controllerAddress(id metadata.BrokerID) address { return controllerBase + address(id) }
+func clientAddress(id int) address                   { return address(-1 - id) }
+
+func (a address) isController() bool { return a >= controllerBase }
 
 func (a address) String() string {
 	switch {
-	case a == controllerAddress:
-		return "controller"
+	case a.isController():
+		return fmt.Sprintf("c%d", a-controllerBase)
 	case a > 0:
 		return fmt.Sprintf("b%d", a)
 	}
@@ -35,51 +43,16 @@ type message struct {
 	deliverAt int64
 	sequence  uint64
 
-	peer           *broker.PeerMessage
-	clientRequest  *broker.ClientRequest
-	clientAnswer   *broker.ClientAnswer
-	register       *registerRequest
-	registered     *registerAnswer
-	heartbeat      *heartbeatRequest
-	metadata       *heartbeatAnswer
-	alterPartition *alterRequest
-	alterAnswer    *alterAnswer
+	peer          *broker.PeerMessage
+	clientRequest *broker.ClientRequest
+	clientAnswer  *broker.ClientAnswer
+	// request and answer are the controller protocol, raft a message
+	// between controllers.
+	request *quorum.Request
+	answer  *quorum.Answer
+	raft    *raftpb.Message
+	// partitionState is a ZooKeeper-era push, with rule kafka-4414 off.
 	partitionState *metadata.PartitionState
-	// allocateProducerIDs and producerIDs are KIP-730's AllocateProducerIds
-	// and its answer (sim/producerids.go).
-	allocateProducerIDs *allocateProducerIDsRequest
-	producerIDs         *producerIDsAnswer
-}
-
-type registerRequest struct {
-	incarnation   string
-	previousEpoch metadata.BrokerEpoch
-}
-
-type registerAnswer struct {
-	epoch     metadata.BrokerEpoch
-	errorCode int16
-}
-
-type heartbeatRequest struct {
-	epoch         metadata.BrokerEpoch
-	appliedOffset int64
-	wantShutdown  bool
-}
-
-type heartbeatAnswer struct {
-	entries   []metadata.Entry
-	errorCode int16
-}
-
-type alterRequest struct {
-	epoch  metadata.BrokerEpoch
-	change replica.ISRChange
-}
-
-type alterAnswer struct {
-	partition metadata.TopicPartition
-	response  replica.AlterPartitionResponse
 }
 
 // queue orders messages by delivery time, then by send order.
@@ -131,8 +104,7 @@ func newNetwork(w *world) *network {
 // send puts a message on the network.
 func (n *network) send(m *message) {
 	l := link{m.from, m.to}
-	if n.cut[l] || (n.w.random.Float64() < n.w.shape.messageLossRate && n.w.now >= n.w.options.FaultsFrom &&
-		m.from != controllerAddress && m.to != controllerAddress) {
+	if n.cut[l] || (n.w.random.Float64() < n.w.shape.messageLossRate && n.w.now >= n.w.options.FaultsFrom) {
 		n.w.stats.messagesLost++
 		return
 	}

@@ -48,6 +48,14 @@ type shape struct {
 	consumers         int
 	// idempotentShare is the chance that a producer is idempotent.
 	idempotentShare float64
+	// controllers is the size of the metadata quorum; combined puts them on
+	// the first brokers (Kafka's combined mode), otherwise each runs on a
+	// machine of its own.
+	controllers int
+	combined    bool
+	// maxBatchBytes bounds a batch and a follower's fetch: small, a
+	// follower far behind catches up over many fetches.
+	maxBatchBytes int
 
 	// Probabilities per tick.
 	produceRate     float64
@@ -61,7 +69,14 @@ type shape struct {
 	shutdownRate    float64
 	messageLossRate float64
 	zombieRate      float64
-	maxDelayTicks   int64
+	// Faults of the metadata quorum: a controller's machine crashes or
+	// pauses, or a controller is cut off the other controllers or the
+	// brokers.
+	controllerCrashRate     float64
+	controllerPauseRate     float64
+	controllerPartitionRate float64
+	failoverChainRate       float64
+	maxDelayTicks           int64
 	// syncRate is the chance per tick that a broker's slow disk completes
 	// the syncs asked of it; 1 is a fast disk.
 	syncRate float64
@@ -106,7 +121,32 @@ func drawShape(random *rand.Rand) shape {
 		// design; only process crashes, which keep the page cache.
 		s.powerLossShare, s.totalPowerLoss = 0, 0
 	}
+	s.drawControllers(random)
+	s.maxBatchBytes = 16 << 10
+	if random.IntN(2) == 0 {
+		s.maxBatchBytes = 512 + random.IntN(3584)
+	}
+	if random.IntN(3) == 0 {
+		// Failovers in a row, KAFKA-7128's (failoverChain). Its lagging
+		// high watermark needs min.insync.replicas above one, so that a
+		// leader alone in the ISR cannot move it (KAFKA-15583).
+		s.failoverChainRate = 0.001 + random.Float64()*0.004
+		s.replicationFactor, s.minInsyncReplicas = 3, 2
+	}
 	return s
+}
+
+// drawControllers draws the metadata quorum: one or three voters, on the
+// brokers or on machines of their own, and its fault rates.
+func (s *shape) drawControllers(random *rand.Rand) {
+	s.controllers = 3
+	if random.IntN(5) == 0 {
+		s.controllers = 1
+	}
+	s.combined = random.IntN(2) == 0
+	s.controllerCrashRate = random.Float64() * 0.003
+	s.controllerPauseRate = random.Float64() * 0.002
+	s.controllerPartitionRate = random.Float64() * 0.003
 }
 
 func (s shape) String() string {
@@ -114,8 +154,12 @@ func (s shape) String() string {
 	if s.flushAlways {
 		flush = "always"
 	}
-	return fmt.Sprintf("%d brokers, %d partitions, rf %d, min.insync %d, flush=%s, %d producers, %d consumers",
-		s.brokers, s.partitions, s.replicationFactor, s.minInsyncReplicas, flush, s.producers, s.consumers)
+	placement := "dedicated"
+	if s.combined {
+		placement = "combined"
+	}
+	return fmt.Sprintf("%d brokers, %d %s controllers, %d partitions, rf %d, min.insync %d, flush=%s, %d producers, %d consumers",
+		s.brokers, s.controllers, placement, s.partitions, s.replicationFactor, s.minInsyncReplicas, flush, s.producers, s.consumers)
 }
 
 // Timing, in ticks (a tick is a virtual 10 ms).
@@ -128,7 +172,6 @@ const (
 	fetchRetryTicks        = 20
 	proposalRetryTicks     = 40
 	produceTimeoutTicks    = 300
-	registerRetryTicks     = 10
 	checkEveryTicks        = 50
 	maxMetadataPerAnswer   = 1 << 20
 	clientRequestLostTicks = 400

@@ -69,7 +69,7 @@ func newProducer(id int, idempotent bool) *producer {
 // maybe send a new batch to a partition with nothing in flight.
 func (load *workload) tickProducer(p *producer) {
 	w := load.w
-	for _, tp := range w.controller.partitions() {
+	for _, tp := range w.partitions() {
 		if pending := p.pending[tp]; pending != nil {
 			load.maybeRetry(p, pending)
 		}
@@ -109,7 +109,7 @@ func (load *workload) maybeInitProducerID(p *producer) {
 	if p.initSentAt >= 0 && w.now-p.initSentAt < clientRequestLostTicks {
 		return
 	}
-	brokers := w.controller.image.Brokers()
+	brokers := w.metadataImage().Brokers()
 	if len(brokers) == 0 {
 		return
 	}

@@ -27,6 +27,12 @@ type Stats struct {
 	truncations  int
 	messagesLost int
 	zombies      int
+	// The metadata quorum's faults.
+	controllerCrashes    int
+	controllerPauses     int
+	controllerPartitions int
+	failoverChains       int
+	diskReplacements     int
 	// retries are produce requests resent with the same batch by an
 	// idempotent producer; producerResets are batches one gave up on,
 	// starting over in a new producer epoch.
@@ -57,7 +63,9 @@ func (s Stats) Faults() map[string]int {
 	return map[string]int{
 		"crash": s.crashes, "power-loss": s.powerLosses, "pause": s.pauses, "partition": s.partitions,
 		"preferred-election": s.preferred, "controlled-shutdown": s.shutdowns, "message-loss": s.messagesLost,
-		"zombie": s.zombies,
+		"zombie": s.zombies, "controller-crash": s.controllerCrashes, "controller-pause": s.controllerPauses,
+		"controller-partition": s.controllerPartitions, "failover-chain": s.failoverChains,
+		"disk-replacement": s.diskReplacements,
 	}
 }
 
@@ -109,12 +117,12 @@ func newWorld(options Options) *world {
 // newWorldOfShape builds a world of a given shape: one drawn from the seed,
 // or a script's.
 func newWorldOfShape(options Options, random *rand.Rand, shape shape) *world {
-	w := &world{options: options, random: random, shape: shape, traceLog: newTraceLog(options.TraceLines)}
+	w := &world{options: options, random: random, shape: shape, traceLog: newTraceLog(options.TraceLines),
+		raftSource: newRaftSource(options.Seed), tracedOffset: -1}
 	for _, rule := range options.Legacy {
 		w.rules = w.rules.Without(rule)
 	}
 	w.network = newNetwork(w)
-	w.controller = newController(w)
 	w.checker = newChecker(w)
 	w.workload = newWorkload(w)
 	w.trace("seed %d: %s; %s", options.Seed, w.shape, w.rules)
@@ -124,14 +132,35 @@ func newWorldOfShape(options Options, random *rand.Rand, shape shape) *world {
 	return w
 }
 
-// startBrokers creates the shape's brokers and starts them.
-func (w *world) startBrokers() {
+// startMachines creates the shape's machines and starts them: the brokers,
+// with the quorum's controllers on the first of them (combined mode) or on
+// machines of their own (dedicated controllers, ids from 1001).
+func (w *world) startMachines() {
 	for i := 0; i < w.shape.brokers; i++ {
-		b := &brokerProcess{id: metadata.BrokerID(i + 1), disk: disk.NewMem(), cleanEpoch: metadata.NoBrokerEpoch}
+		b := &brokerProcess{id: metadata.BrokerID(i + 1), disk: disk.NewMem(), cleanEpoch: metadata.NoBrokerEpoch, runsBroker: true}
 		w.brokers = append(w.brokers, b)
-		w.startBroker(b)
+		w.machines = append(w.machines, b)
+	}
+	for i := 0; i < w.shape.controllers; i++ {
+		host := &brokerProcess{disk: disk.NewMem(), cleanEpoch: metadata.NoBrokerEpoch}
+		id := metadata.BrokerID(dedicatedControllerBase + i)
+		if w.shape.combined {
+			host, id = w.brokers[i], metadata.BrokerID(i+1)
+		} else {
+			host.id = id
+			w.machines = append(w.machines, host)
+		}
+		host.controller = &controllerNode{id: id, machine: host}
+		w.controllers = append(w.controllers, host.controller)
+		w.voters = append(w.voters, id)
+	}
+	for _, b := range w.machines {
+		w.startMachine(b)
 	}
 }
+
+// dedicatedControllerBase is the first id of a dedicated controller.
+const dedicatedControllerBase = 1001
 
 func (w *world) result(result Result) Result {
 	result.Stats = w.stats
@@ -144,12 +173,10 @@ func (w *world) result(result Result) Result {
 }
 
 func (w *world) run(runTicks, healTicks int64) {
-	w.startBrokers()
-	topicCreated := false
+	w.startMachines()
+	var creator topicCreator
 	for w.now < runTicks && w.checker.violation == nil {
-		if !topicCreated && w.now >= 20 {
-			topicCreated = w.controller.createTopic("events")
-		}
+		topicCreated := w.now >= 20 && w.createTopicStep(&creator)
 		w.tick(topicCreated, true)
 	}
 	if w.checker.violation != nil {
@@ -170,10 +197,9 @@ func (w *world) tick(workload, faults bool) {
 	for _, m := range w.network.due() {
 		w.dispatch(m)
 	}
-	for _, b := range w.brokers {
-		w.stepBroker(b)
+	for _, b := range w.machines {
+		w.stepMachine(b)
 	}
-	w.controller.tick()
 	w.checker.step()
 	w.traceLog.digest(w)
 }
@@ -181,10 +207,10 @@ func (w *world) tick(workload, faults bool) {
 // dispatch delivers a message to its destination.
 func (w *world) dispatch(m *message) {
 	switch {
-	case m.to == controllerAddress:
-		w.controller.handle(m)
 	case m.to > 0:
-		w.deliver(w.broker(metadata.BrokerID(m.to)), m)
+		if machine := w.machineOf(m.to); machine != nil {
+			w.deliver(machine, m)
+		}
 	case w.script != nil:
 		w.script.answered(m)
 	default:
@@ -200,12 +226,12 @@ func (w *world) heal(healTicks int64) {
 	w.trace("healing")
 	w.network.cut = map[link]bool{}
 	w.partitionsUntil = nil
-	for _, b := range w.brokers {
+	for _, b := range w.machines {
 		switch {
 		case b.paused:
 			w.resume(b)
 		case !b.up:
-			w.startBroker(b)
+			w.startMachine(b)
 			b.restartAt = 0
 		}
 	}
@@ -229,7 +255,7 @@ func (w *world) heal(healTicks int64) {
 // heal, writes succeed again. Every partition must have had a write
 // acknowledged with acks=all since healing began.
 func (w *world) checkProducedAfterHealing(healedAt int64) {
-	for _, state := range w.controller.image.Partitions() {
+	for _, state := range w.metadataImage().Partitions() {
 		if w.allowedOffline(state) {
 			continue
 		}
@@ -245,7 +271,7 @@ func (w *world) checkProducedAfterHealing(healedAt int64) {
 func (w *world) converged() bool { return w.unconverged() == "" }
 
 func (w *world) unconverged() string {
-	for _, state := range w.controller.image.Partitions() {
+	for _, state := range w.metadataImage().Partitions() {
 		if w.allowedOffline(state) {
 			continue
 		}

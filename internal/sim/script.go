@@ -7,13 +7,15 @@ import (
 	"github.com/tidelog/tide/internal/broker"
 	"github.com/tidelog/tide/internal/controller"
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/quorum"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
 	"github.com/tidelog/tide/internal/rules"
 )
 
 // ScriptConfig configures a scripted run: the same world as a random run
-// (whole brokers, the logical controller, the network, the checker) with no
+// (whole brokers, one dedicated controller of the real metadata quorum, the
+// network, the checker) with no
 // random faults and no random workload. Every message takes one tick and
 // none is lost; the seed still drives what little randomness is left (the
 // draw of restart ticks the script ignores), so a script runs the same
@@ -87,7 +89,7 @@ func NewScript(config ScriptConfig) (*Script, error) {
 	s := &Script{lastSeen: map[metadata.BrokerID]replicaRow{}}
 	s.w = newWorldOfShape(options, random, scriptShape(config))
 	s.w.script = s
-	s.w.startBrokers()
+	s.w.startMachines()
 	if _, ok := s.RunUntil(s.allUnfenced, scriptStartTicks); !ok {
 		return nil, fmt.Errorf("the brokers did not all register within %d ticks", scriptStartTicks)
 	}
@@ -95,19 +97,41 @@ func NewScript(config ScriptConfig) (*Script, error) {
 	return s, nil
 }
 
-// scriptShape is a script's cluster: its brokers, one-tick messages, no
-// loss, no faults and no workload of its own.
+// scriptShape is a script's cluster: its brokers, one dedicated
+// controller, one-tick messages, no loss, no faults and no workload of its
+// own.
 func scriptShape(config ScriptConfig) shape {
-	s := shape{brokers: config.Brokers, partitions: 1, flushAlways: !config.FlushNever, maxDelayTicks: 1, syncRate: 1}
+	s := shape{brokers: config.Brokers, partitions: 1, flushAlways: !config.FlushNever, maxDelayTicks: 1, syncRate: 1, controllers: 1,
+		maxBatchBytes: 16 << 10}
 	if config.ManualSync {
 		s.syncRate = 0
 	}
 	return s
 }
 
+// adminRequest sends a request to the active controller and runs until
+// it is answered.
+func (s *Script) adminRequest(request quorum.Request) (quorum.Answer, error) {
+	var id uint64
+	var answer quorum.Answer
+	answered := func() bool {
+		if id == 0 {
+			id = s.w.adminRequest(request)
+			return false
+		}
+		var ok bool
+		answer, ok = s.w.adminAnswer(id)
+		return ok
+	}
+	if _, ok := s.RunUntil(answered, scriptStartTicks); !ok {
+		return quorum.Answer{}, fmt.Errorf("the controller did not answer %s within %d ticks", request, scriptStartTicks)
+	}
+	return answer, nil
+}
+
 func (s *Script) allUnfenced() bool {
 	for _, b := range s.w.brokers {
-		if state, ok := s.w.controller.image.Broker(b.id); !ok || state.Fenced {
+		if state, ok := s.w.metadataImage().Broker(b.id); !ok || state.Fenced {
 			return false
 		}
 	}
@@ -152,8 +176,16 @@ func (s *Script) CreateTopic(name string, replicas []metadata.BrokerID, minInsyn
 			return err
 		}
 	}
-	if code := s.w.controller.createAssignedTopic(name, replicas, minInsyncReplicas); code != 0 {
-		return fmt.Errorf("create topic %s: %s", name, controller.CodeName(code))
+	answer, err := s.adminRequest(quorum.Request{CreateTopic: &controller.CreateTopicRequest{
+		Name: name, Partitions: 1, ReplicationFactor: len(replicas),
+		Config:      metadata.TopicConfig{MinInsyncReplicas: minInsyncReplicas},
+		Assignments: [][]metadata.BrokerID{replicas},
+	}})
+	if err != nil {
+		return err
+	}
+	if answer.ErrorCode != 0 {
+		return fmt.Errorf("create topic %s: %s", name, controller.CodeName(answer.ErrorCode))
 	}
 	s.topic = true
 	s.partition = metadata.TopicPartition{Topic: name, Partition: 0}

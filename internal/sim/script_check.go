@@ -15,14 +15,14 @@ func (s *Script) Partition() (metadata.PartitionState, bool) {
 	if !s.topic {
 		return metadata.PartitionState{}, false
 	}
-	return s.w.controller.image.Partition(s.partition)
+	return s.w.metadataImage().Partition(s.partition)
 }
 
 // BrokerViews is a broker's registration as the controller and every
 // running broker have it: a change has reached the cluster when every view
 // shows it.
 func (s *Script) BrokerViews(id metadata.BrokerID) []metadata.BrokerState {
-	state, _ := s.w.controller.image.Broker(id)
+	state, _ := s.w.metadataImage().Broker(id)
 	views := []metadata.BrokerState{state}
 	for _, b := range s.w.brokers {
 		if b.up && !b.paused && b.node != nil {
@@ -114,12 +114,12 @@ func (s *Script) Recover() *Violation {
 		n.release(l)
 	}
 	n.cut = map[link]bool{}
-	for _, b := range s.w.brokers {
+	for _, b := range s.w.machines {
 		switch {
 		case b.paused:
 			s.w.resume(b)
 		case !b.up:
-			s.w.startBroker(b)
+			s.w.startMachine(b)
 		}
 	}
 	if s.Check() != nil {

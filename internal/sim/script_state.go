@@ -9,6 +9,7 @@ import (
 	"github.com/tidelog/tide/internal/broker"
 	"github.com/tidelog/tide/internal/leaderepoch"
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/quorum"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
 )
@@ -39,7 +40,7 @@ func (s *Script) State() string {
 		return "no topic\n"
 	}
 	var out strings.Builder
-	state, _ := s.w.controller.image.Partition(s.partition)
+	state, _ := s.w.metadataImage().Partition(s.partition)
 	fmt.Fprintf(&out, "ISR: (%s)  Leader: %s  leader-epoch=%d partition-epoch=%d", describeIDs(state.ISR), describeLeader(state.Leader), state.LeaderEpoch, state.PartitionEpoch)
 	if len(state.ELR) > 0 {
 		fmt.Fprintf(&out, "  ELR: (%s)", describeIDs(state.ELR))
@@ -121,27 +122,60 @@ func describeMessage(m *message) string {
 	switch {
 	case m.peer != nil:
 		return route + " " + describePeer(*m.peer)
-	case m.metadata != nil:
-		var records []string
-		for _, entry := range m.metadata.entries {
-			records = append(records, entry.String())
-		}
-		return fmt.Sprintf("%s metadata [%s]", route, strings.Join(records, "; "))
 	case m.partitionState != nil:
 		state := m.partitionState
 		return fmt.Sprintf("%s partition-state leader=%d leader-epoch=%d partition-epoch=%d isr=%v", route, state.Leader, state.LeaderEpoch, state.PartitionEpoch, state.ISR)
-	case m.heartbeat != nil:
-		return fmt.Sprintf("%s heartbeat applied=%d", route, m.heartbeat.appliedOffset)
-	case m.alterPartition != nil:
-		return fmt.Sprintf("%s %s", route, m.alterPartition.change)
-	case m.alterAnswer != nil:
-		return fmt.Sprintf("%s alter-partition-response %s", route, errorName(m.alterAnswer.response.ErrorCode))
-	case m.register != nil:
-		return fmt.Sprintf("%s register incarnation=%s", route, m.register.incarnation)
-	case m.registered != nil:
-		return fmt.Sprintf("%s registered epoch=%d", route, m.registered.epoch)
+	case m.request != nil:
+		return route + " " + describeRequest(m.request)
+	case m.answer != nil:
+		return route + " " + describeAnswer(m.answer)
+	case m.raft != nil:
+		return fmt.Sprintf("%s raft %v term=%d index=%d", route, m.raft.GetType(), m.raft.GetTerm(), m.raft.GetIndex())
 	}
 	return route + " client message"
+}
+
+func describeRequest(r *quorum.Request) string {
+	switch {
+	case r.Register != nil:
+		return "register incarnation=" + r.Register.Incarnation
+	case r.Heartbeat != nil:
+		return fmt.Sprintf("heartbeat applied=%d", r.Heartbeat.AppliedOffset)
+	case r.AlterPartition != nil && len(r.AlterPartition.Partitions) == 1:
+		item := r.AlterPartition.Partitions[0]
+		var ids []metadata.BrokerID
+		for _, member := range item.NewISR {
+			ids = append(ids, member.ID)
+		}
+		return fmt.Sprintf("alter-partition %s isr=%v leader-epoch=%d partition-epoch=%d", item.TopicPartition, ids, item.LeaderEpoch, item.PartitionEpoch)
+	case r.AllocateProducerIDs != nil:
+		return "allocate-producer-ids"
+	}
+	return r.String()
+}
+
+func describeAnswer(a *quorum.Answer) string {
+	switch {
+	case a.ErrorCode == kerr.NotController.Code:
+		return "not-controller"
+	case a.Register != nil:
+		return fmt.Sprintf("registered epoch=%d", a.Register.Epoch)
+	case a.Heartbeat != nil:
+		var records []string
+		for _, entry := range a.Heartbeat.Entries {
+			records = append(records, entry.String())
+		}
+		return fmt.Sprintf("metadata [%s]", strings.Join(records, "; "))
+	case a.AlterPartition != nil:
+		code := a.AlterPartition.ErrorCode
+		if code == 0 && len(a.AlterPartition.Partitions) == 1 {
+			code = a.AlterPartition.Partitions[0].ErrorCode
+		}
+		return "alter-partition-response " + errorName(code)
+	case a.ProducerIDs != nil:
+		return fmt.Sprintf("producer-ids first=%d", a.ProducerIDs.FirstProducerID)
+	}
+	return "answer " + errorName(a.ErrorCode)
 }
 
 // messageKind is the name of a message's payload, as describeMessage
@@ -152,9 +186,13 @@ func messageKind(m *message) string {
 	return kind
 }
 
-// shortAddress names brokers by number, as the seeds' arrows do.
+// shortAddress names brokers by number, as the seeds' arrows do, and a
+// script's one controller "controller".
 func shortAddress(a address) string {
-	if a > 0 {
+	switch {
+	case a.isController():
+		return "controller"
+	case a > 0:
 		return fmt.Sprint(int64(a))
 	}
 	return a.String()

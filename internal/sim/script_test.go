@@ -152,7 +152,9 @@ func TestScriptVerbs(t *testing.T) {
 	wait("the preferred leader", func() bool { return s.Leads(1) })
 
 	must(s.Hold(ControllerEndpoint, 3))
-	must(s.Tick(12))
+	// A held answer is retried after controllerRequestTicks: two of them
+	// wait by then.
+	must(s.Tick(2*controllerRequestTicks + 5))
 	must(s.Deliver(ControllerEndpoint, 3, Pick{Kind: "fetch"}, 0))
 	if out := strings.Join(s.Output(), "\n"); !strings.Contains(out, "nothing held on controller->3") {
 		t.Errorf("a kind with nothing held: %s", out)

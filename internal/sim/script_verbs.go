@@ -7,6 +7,7 @@ import (
 	"github.com/tidelog/tide/internal/broker"
 	"github.com/tidelog/tide/internal/controller"
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/quorum"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
 )
@@ -41,7 +42,16 @@ func (s *Script) link(from, to Endpoint) (link, error) {
 	if from == to {
 		return link{}, fmt.Errorf("a link joins two different ends")
 	}
-	return link{address(from), address(to)}, nil
+	return link{s.endpointAddress(from), s.endpointAddress(to)}, nil
+}
+
+// endpointAddress is a script endpoint's address: the controller is the
+// script's one controller.
+func (s *Script) endpointAddress(end Endpoint) address {
+	if end == ControllerEndpoint {
+		return controllerAddress(s.w.controllers[0].id)
+	}
+	return brokerAddress(end)
 }
 
 // Hold holds the messages on a link (those in flight on it, and those sent
@@ -166,7 +176,7 @@ func (s *Script) Restart(id metadata.BrokerID) error {
 	if b.up {
 		return fmt.Errorf("broker %d is running", id)
 	}
-	s.w.startBroker(b)
+	s.w.startMachine(b)
 	return nil
 }
 
@@ -225,8 +235,15 @@ func (s *Script) ElectPreferred() error {
 		return err
 	}
 	s.w.stats.preferred++
-	response := s.w.controller.electPreferred()
-	for _, result := range response.Results {
+	answer, err := s.adminRequest(quorum.Request{ElectPreferred: &quorum.ElectPreferredRequest{}})
+	if err != nil {
+		return err
+	}
+	if answer.ElectPreferred == nil {
+		s.note("elect-preferred: %s", controller.CodeName(answer.ErrorCode))
+		return nil
+	}
+	for _, result := range answer.ElectPreferred.Results {
 		s.note("elect-preferred %s: %s", result.TopicPartition, controller.CodeName(result.ErrorCode))
 	}
 	return nil
@@ -271,7 +288,7 @@ func (s *Script) consume(id metadata.BrokerID, fill func(*broker.ClientRequest, 
 	if _, err := s.broker(id); err != nil {
 		return err
 	}
-	state, _ := s.w.controller.image.Partition(s.partition)
+	state, _ := s.w.metadataImage().Partition(s.partition)
 	from := clientAddress(consumerClient)
 	request := &broker.ClientRequest{Client: broker.ClientID(from), Partition: s.partition}
 	fill(request, state.LeaderEpoch)
@@ -360,6 +377,6 @@ func (s *Script) Stabilize(limit int64) (int64, bool) {
 func (s *Script) fingerprint() string {
 	var b strings.Builder
 	b.WriteString(s.State())
-	fmt.Fprintf(&b, "%d %d", len(s.w.controller.log), len(s.output))
+	fmt.Fprintf(&b, "%d %d", s.w.metadataImage().Offset(), len(s.output))
 	return b.String()
 }

@@ -24,12 +24,19 @@ const (
 	FaultShutdown    = FaultKind("controlled-shutdown")
 	FaultPowerLoss   = FaultKind("power-loss") // crashes that lose unsynced data, one broker or all
 	FaultCrash       = FaultKind("crash")      // process crashes (and power losses)
+	// The metadata quorum's: a controller's machine crashes (a combined
+	// one takes its broker along) or pauses; a controller is cut off.
+	FaultControllerCrash     = FaultKind("controller-crash")
+	FaultControllerPause     = FaultKind("controller-pause")
+	FaultControllerPartition = FaultKind("controller-partition")
+	// FaultFailoverChain is KAFKA-7128's composed fault (failoverChain).
+	FaultFailoverChain = FaultKind("failover-chain")
 )
 
 // FaultKinds returns every kind, in Shrink's order.
 func FaultKinds() []FaultKind {
 	return []FaultKind{FaultMessageLoss, FaultDelay, FaultSlowDisk, FaultPartition, FaultPause, FaultZombie,
-		FaultPreferred, FaultShutdown, FaultPowerLoss, FaultCrash}
+		FaultPreferred, FaultShutdown, FaultFailoverChain, FaultControllerPartition, FaultControllerPause, FaultControllerCrash, FaultPowerLoss, FaultCrash}
 }
 
 // ParseFaultKinds parses fault kind names, for the command line.
@@ -79,6 +86,14 @@ func (s shape) without(kinds []FaultKind) shape {
 			s.powerLossShare, s.totalPowerLoss = 0, 0
 		case FaultCrash:
 			s.crashRate, s.totalPowerLoss = 0, 0
+		case FaultControllerCrash:
+			s.controllerCrashRate = 0
+		case FaultControllerPause:
+			s.controllerPauseRate = 0
+		case FaultControllerPartition:
+			s.controllerPartitionRate = 0
+		case FaultFailoverChain:
+			s.failoverChainRate = 0
 		}
 	}
 	return s

@@ -46,12 +46,10 @@ func TestSameSeedSameRun(t *testing.T) {
 func runUntil(t *testing.T, seed uint64, condition func(*world) bool) *world {
 	t.Helper()
 	w := newWorld(Options{Seed: seed})
-	w.startBrokers()
-	created := false
+	w.startMachines()
+	var creator topicCreator
 	for w.now < 5000 {
-		if !created && w.now >= 20 {
-			created = w.controller.createTopic("events")
-		}
+		created := w.now >= 20 && w.createTopicStep(&creator)
 		w.tick(created, false)
 		if created && condition(w) {
 			return w
@@ -76,7 +74,7 @@ func TestCheckerCatchesAckedWriteLost(t *testing.T) {
 		return w.stats.acked > 3 && w.checker.violation == nil && len(w.checker.acked) > 0
 	})
 	for tp := range w.checker.acked {
-		state, _ := w.controller.image.Partition(tp)
+		state, _ := w.metadataImage().Partition(tp)
 		if _, log, ok := w.broker(state.Leader).node.Replica(tp); ok {
 			if _, err := log.TruncateTo(0); err != nil {
 				t.Fatal(err)
@@ -116,6 +114,15 @@ func TestCheckerCatchesTwoLeadersInOneEpoch(t *testing.T) {
 	requireViolation(t, w, InvariantTwoLeadersOneEpoch)
 }
 
+func TestCheckerCatchesTwoControllersInOneTerm(t *testing.T) {
+	w := runUntil(t, 3, func(w *world) bool { return len(w.checker.activeControllers) > 0 })
+	for term := range w.checker.activeControllers {
+		w.checker.activeControllers[term] = 999
+	}
+	w.checker.checkOneControllerPerTerm()
+	requireViolation(t, w, InvariantTwoControllers)
+}
+
 func TestCheckerCatchesReadTakenBack(t *testing.T) {
 	w := newWorld(Options{Seed: 1})
 	batch := record.Build(record.BuildOptions{BaseOffset: 5, Records: []record.Record{{Value: []byte("x")}, {Value: []byte("y")}}})
@@ -125,14 +132,15 @@ func TestCheckerCatchesReadTakenBack(t *testing.T) {
 
 func TestCheckerCatchesNoRecovery(t *testing.T) {
 	w := runUntil(t, 5, func(w *world) bool { return w.now > 100 })
-	// A cut that healing does not remove: one broker stays unreachable.
-	id := w.brokers[0].id
+	// A cut that healing does not remove: one replica stays unreachable.
 	w.heal(100)
 	w.checker.violation = nil
-	w.network.cut[link{brokerAddress(id), controllerAddress}] = true
-	w.network.cut[link{controllerAddress, brokerAddress(id)}] = true
-	w.crash(w.brokers[0], false)
-	w.brokers[0].restartAt = 1 << 60
+	down := w.broker(w.metadataImage().Partitions()[0].Replicas[0])
+	for _, l := range w.controllerLinks(down) {
+		w.network.cut[l] = true
+	}
+	w.crash(down, false)
+	down.restartAt = 1 << 60
 	deadline := w.now + 400
 	for w.now < deadline && w.checker.violation == nil {
 		w.tick(false, false)

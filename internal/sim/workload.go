@@ -41,12 +41,12 @@ func newWorkload(w *world) *workload {
 
 // leaderOf is what a client's metadata refresh would say.
 func (load *workload) leaderOf(tp metadata.TopicPartition) (metadata.PartitionState, bool) {
-	state, ok := load.w.controller.image.Partition(tp)
+	state, ok := load.w.metadataImage().Partition(tp)
 	return state, ok && state.Leader != metadata.NoBroker
 }
 
 func (load *workload) randomPartition() (metadata.TopicPartition, bool) {
-	partitions := load.w.controller.partitions()
+	partitions := load.w.partitions()
 	if len(partitions) == 0 {
 		return metadata.TopicPartition{}, false
 	}

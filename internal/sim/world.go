@@ -12,30 +12,55 @@ import (
 
 // world is one simulated cluster.
 type world struct {
-	options    Options
-	random     *rand.Rand
-	rules      rules.Rules
-	shape      shape
-	now        int64
-	network    *network
-	controller *logicalController
-	brokers    []*brokerProcess
-	workload   *workload
-	checker    *checker
-	stats      Stats
-	traceLog   *traceLog
-	// partitionsUntil says when each cut link heals.
+	options Options
+	random  *rand.Rand
+	rules   rules.Rules
+	shape   shape
+	now     int64
+	network *network
+	// brokers are the broker machines, by id (brokers[id-1]); machines are
+	// every machine, the dedicated controllers' too; controllers are the
+	// metadata quorum's nodes, wherever they run.
+	brokers     []*brokerProcess
+	machines    []*brokerProcess
+	controllers []*controllerNode
+	voters      []metadata.BrokerID
+	// raftSource feeds etcd/raft's election jitter during this world's
+	// raft calls (raftrand.go).
+	raftSource *rand.ChaCha8
+	admin      adminState
+	// lastImage is the newest committed metadata seen (metadataImage);
+	// tracedOffset the last metadata offset traced.
+	lastImage    *metadata.Image
+	tracedOffset int64
+	workload     *workload
+	checker      *checker
+	stats        Stats
+	traceLog     *traceLog
+	// partitionsUntil says when each cut link heals; scheduled are the
+	// later steps of composed faults, by tick.
 	partitionsUntil []cutUntil
+	scheduled       []scheduledStep
+	// chainUntil is when the running failover chain ends.
+	chainUntil int64
 	// script, in a scripted run, takes the clients' answers and restarts
 	// brokers itself; nil in random runs.
 	script *Script
 }
 
-// brokerProcess is one broker machine: its disk outlives its process.
+// brokerProcess is one machine: a broker, a controller of the metadata
+// quorum, or both (Kafka's combined mode). Its disk outlives its
+// processes; a crash, a power loss or a pause takes both roles at once.
 type brokerProcess struct {
 	id   metadata.BrokerID
 	disk *disk.MemFS
-	// node is the running broker, nil while down or not yet registered.
+	// runsBroker is false on a dedicated controller's machine; controller
+	// is the machine's controller node, or nil.
+	runsBroker bool
+	controller *controllerNode
+	// lifecycle is the running broker's side of the controller protocol,
+	// nil while down; node its broker once registered.
+	lifecycle   *broker.Lifecycle
 	node        *broker.Node
 	up          bool
 	paused      bool
@@ -47,9 +72,7 @@ type brokerProcess struct {
 	// vouches for when it registers (KIP-966's PreviousBrokerEpoch), or
 	// NoBrokerEpoch: the last incarnation after a clean shutdown, and after
 	// any stop with flush=always, whose log loses nothing it acknowledged.
-	cleanEpoch    metadata.BrokerEpoch
-	registering   int64
-	lastHeartbeat int64
+	cleanEpoch metadata.BrokerEpoch
 	// vouched says the running incarnation registered vouching for its log;
 	// with flush=never only such an incarnation's clean stop may vouch for
 	// the next one.
@@ -67,20 +90,76 @@ func (w *world) trace(format string, args ...any) {
 
 func (w *world) broker(id metadata.BrokerID) *brokerProcess { return w.brokers[id-1] }
 
-// startBroker starts a broker process; it registers before it serves.
-func (w *world) startBroker(b *brokerProcess) {
-	b.up, b.paused, b.node, b.incarnation = true, false, nil, b.incarnation+1
-	b.registering, b.shuttingDown = -registerRetryTicks, false
-	w.trace("b%d starts (incarnation %d)", b.id, b.incarnation)
+// machineOf returns the machine an address lives on, or nil.
+func (w *world) machineOf(a address) *brokerProcess {
+	for _, m := range w.machines {
+		if (m.runsBroker && a == brokerAddress(m.id)) || (m.controller != nil && a == controllerAddress(m.controller.id)) {
+			return m
+		}
+	}
+	return nil
 }
 
-// stepBroker advances one broker by a tick: register, heartbeat, tick the
-// node and send what it has.
-func (w *world) stepBroker(b *brokerProcess) {
+// startMachine starts a machine's processes: its controller opens its raft
+// log, its broker registers before it serves.
+func (w *world) startMachine(b *brokerProcess) {
+	b.up, b.paused, b.node, b.incarnation = true, false, nil, b.incarnation+1
+	b.shuttingDown = false
+	if b.controller != nil {
+		w.startController(b)
+	}
+	if b.runsBroker {
+		w.startBroker(b)
+	}
+	w.trace("%s starts (incarnation %d)", w.machineName(b), b.incarnation)
+}
+
+func (w *world) machineName(b *brokerProcess) string {
+	switch {
+	case !b.runsBroker:
+		return controllerAddress(b.controller.id).String()
+	case b.controller != nil:
+		return fmt.Sprintf("b%d+c%d", b.id, b.controller.id)
+	}
+	return fmt.Sprintf("b%d", b.id)
+}
+
+// startBroker starts the broker's lifecycle: it registers with the
+// controller, and its node starts once it has a broker epoch.
+func (w *world) startBroker(b *brokerProcess) {
+	lifecycle, err := broker.NewLifecycle(broker.LifecycleConfig{
+		ID: b.id, Incarnation: fmt.Sprintf("b%d-%d", b.id, b.incarnation), PreviousEpoch: b.cleanEpoch,
+		Voters: w.voters, HeartbeatTicks: heartbeatTicks, RequestTimeoutTicks: controllerRequestTicks,
+		MaxEntries: maxMetadataPerAnswer, NewNode: func(epoch metadata.BrokerEpoch) *broker.Node { return w.newNode(b, epoch) },
+	})
+	if err != nil {
+		panic(err)
+	}
+	b.lifecycle = lifecycle
+}
+
+// newNode creates the node once the controller gave the incarnation an
+// epoch.
+func (w *world) newNode(b *brokerProcess, epoch metadata.BrokerEpoch) *broker.Node {
+	b.node = broker.New(broker.Config{
+		ID: b.id, FS: b.disk, Dir: "data", FlushAlways: w.shape.flushAlways,
+		SegmentBytes: 64 << 10, MaxBatchBytes: w.shape.maxBatchBytes,
+		ReplicaLagTicks: replicaLagTicks, FetchRetryTicks: fetchRetryTicks, ProposalRetryTicks: proposalRetryTicks,
+		MaxPendingProduces: 1000, Rules: w.rules, SyncLater: true,
+	}, epoch)
+	b.node.Observe(w.checker.observe(b))
+	b.vouched = b.cleanEpoch != metadata.NoBrokerEpoch
+	b.cleanEpoch = metadata.NoBrokerEpoch
+	w.trace("b%d registered with epoch %d", b.id, epoch)
+	return b.node
+}
+
+// stepMachine advances one machine by a tick.
+func (w *world) stepMachine(b *brokerProcess) {
 	if !b.up {
 		if b.restartAt > 0 && w.now >= b.restartAt {
 			b.restartAt = 0
-			w.startBroker(b)
+			w.startMachine(b)
 		}
 		return
 	}
@@ -90,35 +169,40 @@ func (w *world) stepBroker(b *brokerProcess) {
 		}
 		return
 	}
-	if b.node == nil {
-		if w.now-b.registering >= registerRetryTicks {
-			b.registering = w.now
-			w.network.send(&message{from: brokerAddress(b.id), to: controllerAddress, register: &registerRequest{
-				incarnation: fmt.Sprintf("b%d-%d", b.id, b.incarnation), previousEpoch: b.cleanEpoch,
-			}})
-		}
-		return
+	if b.controller != nil {
+		w.stepController(b.controller)
 	}
-	if w.now-b.lastHeartbeat >= heartbeatTicks {
-		b.lastHeartbeat = w.now
-		w.network.send(&message{from: brokerAddress(b.id), to: controllerAddress, heartbeat: &heartbeatRequest{
-			epoch: b.node.Epoch(), appliedOffset: b.node.MetadataOffset(), wantShutdown: b.shuttingDown,
-		}})
-	}
-	if w.random.Float64() < w.shape.syncRate {
-		b.node.SyncAll()
-	}
-	b.node.Tick()
-	w.flush(b)
-	if b.shuttingDown {
-		w.maybeFinishShutdown(b)
+	if b.runsBroker {
+		w.stepBroker(b)
 	}
 }
 
-// flush sends what a node has in its outbox.
+// stepBroker ticks a broker (its lifecycle registers, heartbeats and ticks
+// the node) and sends what it has.
+func (w *world) stepBroker(b *brokerProcess) {
+	if b.node != nil && w.random.Float64() < w.shape.syncRate {
+		b.node.SyncAll()
+	}
+	b.lifecycle.Tick()
+	w.flush(b)
+	if b.shuttingDown && b.lifecycle.ShutDown() {
+		w.finishShutdown(b)
+	}
+}
+
+// flush sends what a broker has for others: its requests to the
+// controller, its replication traffic and its clients' answers.
 func (w *world) flush(b *brokerProcess) {
-	outbox := b.node.TakeOutbox()
 	from := brokerAddress(b.id)
+	b.lifecycle.Collect()
+	for _, out := range b.lifecycle.TakeRequests() {
+		request := out.Request
+		w.network.send(&message{from: from, to: controllerAddress(out.To), request: &request})
+	}
+	if b.node == nil {
+		return
+	}
+	outbox := b.node.TakeOutbox()
 	for _, out := range outbox.Peers {
 		peer := out.Message
 		w.network.send(&message{from: from, to: brokerAddress(out.To), peer: &peer})
@@ -127,15 +211,9 @@ func (w *world) flush(b *brokerProcess) {
 		copied := answer
 		w.network.send(&message{from: from, to: address(copied.Client), clientAnswer: &copied})
 	}
-	for _, proposal := range outbox.Proposals {
-		w.network.send(&message{from: from, to: controllerAddress, alterPartition: &alterRequest{epoch: b.node.Epoch(), change: proposal}})
-	}
-	if outbox.AllocateProducerIDs {
-		w.network.send(&message{from: from, to: controllerAddress, allocateProducerIDs: &allocateProducerIDsRequest{epoch: b.node.Epoch()}})
-	}
 }
 
-// deliver hands a message to a broker.
+// deliver hands a message to the machine it is for.
 func (w *world) deliver(b *brokerProcess, m *message) {
 	if !b.up {
 		return
@@ -144,8 +222,18 @@ func (w *world) deliver(b *brokerProcess, m *message) {
 		w.network.held = append(w.network.held, m)
 		return
 	}
-	if m.registered != nil {
-		w.registered(b, m.registered)
+	if m.to.isController() {
+		w.deliverToController(b.controller, m)
+		return
+	}
+	if b.lifecycle == nil {
+		return
+	}
+	if m.answer != nil {
+		if err := b.lifecycle.HandleAnswer(*m.answer); err != nil {
+			panic(err)
+		}
+		w.flush(b)
 		return
 	}
 	if b.node == nil {
@@ -156,14 +244,6 @@ func (w *world) deliver(b *brokerProcess, m *message) {
 		b.node.HandlePeer(metadata.BrokerID(m.from), *m.peer)
 	case m.clientRequest != nil:
 		b.node.HandleClient(*m.clientRequest)
-	case m.metadata != nil:
-		if err := b.node.ApplyMetadata(m.metadata.entries); err != nil {
-			panic(err)
-		}
-	case m.alterAnswer != nil:
-		b.node.HandleAlterPartitionResponse(m.alterAnswer.partition, m.alterAnswer.response)
-	case m.producerIDs != nil:
-		b.node.HandleAllocateProducerIDsResponse(m.producerIDs.block.FirstProducerID, m.producerIDs.block.Length, m.producerIDs.errorCode)
 	case m.partitionState != nil:
 		if err := b.node.ApplyPartitionState(*m.partitionState); err != nil {
 			panic(err)
@@ -172,25 +252,8 @@ func (w *world) deliver(b *brokerProcess, m *message) {
 	w.flush(b)
 }
 
-// registered creates the node once the controller gave it an epoch.
-func (w *world) registered(b *brokerProcess, answer *registerAnswer) {
-	if b.node != nil || answer.errorCode != 0 {
-		return
-	}
-	b.node = broker.New(broker.Config{
-		ID: b.id, FS: b.disk, Dir: "data", FlushAlways: w.shape.flushAlways,
-		SegmentBytes: 64 << 10, MaxBatchBytes: 16 << 10,
-		ReplicaLagTicks: replicaLagTicks, FetchRetryTicks: fetchRetryTicks, ProposalRetryTicks: proposalRetryTicks,
-		MaxPendingProduces: 1000, Rules: w.rules, SyncLater: true,
-	}, answer.epoch)
-	b.node.Observe(w.checker.observe(b))
-	b.vouched = b.cleanEpoch != metadata.NoBrokerEpoch
-	b.cleanEpoch = metadata.NoBrokerEpoch
-	w.trace("b%d registered with epoch %d", b.id, answer.epoch)
-}
-
-// crash kills a broker process. A power loss also loses what its disk had
-// not synced; a process crash keeps the page cache.
+// crash kills a machine's processes. A power loss also loses what its disk
+// had not synced; a process crash keeps the page cache.
 func (w *world) crash(b *brokerProcess, powerLoss bool) {
 	if !b.up {
 		return
@@ -201,7 +264,10 @@ func (w *world) crash(b *brokerProcess, powerLoss bool) {
 	case b.node != nil:
 		b.cleanEpoch = b.node.Epoch()
 	}
-	b.up, b.node, b.paused = false, nil, false
+	b.up, b.node, b.lifecycle, b.paused = false, nil, nil, false
+	if b.controller != nil {
+		b.controller.stop()
+	}
 	if powerLoss {
 		options := disk.DefaultCrashOptions(int64(w.random.Uint64() >> 1))
 		if w.script != nil {
@@ -214,9 +280,56 @@ func (w *world) crash(b *brokerProcess, powerLoss bool) {
 	} else {
 		w.stats.crashes++
 	}
-	w.network.dropTo(brokerAddress(b.id))
+	w.dropMachine(b)
 	b.restartAt = w.restartTick(20, 300)
-	w.trace("b%d %s%s", b.id, map[bool]string{true: "loses power", false: "crashes"}[powerLoss], restartText(b.restartAt))
+	w.trace("%s %s%s", w.machineName(b), map[bool]string{true: "loses power", false: "crashes"}[powerLoss], restartText(b.restartAt))
+}
+
+// replaceDataDisk crashes a broker and replaces the disk of its partition
+// logs with an empty one (a failed data disk; the metadata log, on another
+// disk, survives). The next incarnation cannot vouch for a log it lost.
+func (w *world) replaceDataDisk(b *brokerProcess) {
+	w.crash(b, false)
+	if err := removeTree(b.disk, "data"); err != nil {
+		panic(err)
+	}
+	b.cleanEpoch = metadata.NoBrokerEpoch
+	w.stats.diskReplacements++
+	w.trace("b%d's data disk is replaced with an empty one", b.id)
+}
+
+// removeTree removes a directory and everything in it, durably.
+func removeTree(fs disk.FS, dir string) error {
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil // nothing there
+	}
+	for _, name := range names {
+		child := dir + "/" + name
+		if _, err := fs.List(child); err == nil {
+			if err := removeTree(fs, child); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := fs.Remove(child); err != nil {
+			return err
+		}
+	}
+	if err := fs.SyncDir(dir); err != nil {
+		return err
+	}
+	return fs.Remove(dir)
+}
+
+// dropMachine loses what is in flight to or from a machine's processes.
+func (w *world) dropMachine(b *brokerProcess) {
+	if b.runsBroker {
+		w.network.dropTo(brokerAddress(b.id))
+	}
+	if b.controller != nil {
+		w.network.dropTo(controllerAddress(b.controller.id))
+	}
 }
 
 func restartText(at int64) string {
@@ -242,16 +355,16 @@ func (w *world) pause(b *brokerProcess, ticks int64) {
 	}
 	b.paused, b.pausedUntil = true, w.now+ticks
 	w.stats.pauses++
-	w.trace("b%d pauses for %d ticks", b.id, ticks)
+	w.trace("%s pauses for %d ticks", w.machineName(b), ticks)
 }
 
 func (w *world) resume(b *brokerProcess) {
 	b.paused = false
-	w.trace("b%d resumes", b.id)
+	w.trace("%s resumes", w.machineName(b))
 	held := w.network.held
 	w.network.held = nil
 	for _, m := range held {
-		if m.to == brokerAddress(b.id) {
+		if w.machineOf(m.to) == b {
 			w.deliver(b, m)
 		} else {
 			w.network.held = append(w.network.held, m)
@@ -263,28 +376,30 @@ func (w *world) resume(b *brokerProcess) {
 // with its heartbeats, the controller moves its leaderships away, and once
 // it is fenced the process stops cleanly.
 func (w *world) beginShutdown(b *brokerProcess) {
-	if !b.up || b.paused || b.node == nil || b.shuttingDown {
+	if !b.up || b.paused || b.node == nil || b.shuttingDown || !b.runsBroker {
 		return
 	}
 	b.shuttingDown = true
+	b.lifecycle.BeginShutdown()
 	w.stats.shutdowns++
 	w.trace("b%d begins a controlled shutdown", b.id)
 }
 
-func (w *world) maybeFinishShutdown(b *brokerProcess) {
-	state, ok := w.controller.image.Broker(b.id)
-	if !ok || state.Epoch != b.node.Epoch() || !state.Fenced {
-		return
-	}
+// finishShutdown stops a broker whose controlled shutdown completed; a
+// controller on the same machine stops with it.
+func (w *world) finishShutdown(b *brokerProcess) {
 	epoch := b.node.Epoch()
 	if err := b.node.Close(); err != nil {
 		panic(err)
 	}
-	b.up, b.node, b.shuttingDown = false, nil, false
+	b.up, b.node, b.lifecycle, b.shuttingDown = false, nil, nil, false
+	if b.controller != nil {
+		b.controller.stop()
+	}
 	if w.shape.flushAlways || b.vouched {
 		b.cleanEpoch = epoch
 	}
-	w.network.dropTo(brokerAddress(b.id))
+	w.dropMachine(b)
 	b.restartAt = w.restartTick(10, 100)
 	w.trace("b%d stopped cleanly%s", b.id, restartText(b.restartAt))
 }
