@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tidelog/tide/internal/metadata"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -97,4 +99,8 @@ func testVersions(t testing.TB, key int16) []int16 {
 	versions = append(versions, served.max)
 	slices.Sort(versions)
 	return slices.Compact(versions)
+}
+
+func tp(topic string, partition int32) metadata.TopicPartition {
+	return metadata.TopicPartition{Topic: topic, Partition: partition}
 }
