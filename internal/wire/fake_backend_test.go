@@ -358,3 +358,15 @@ func (f *fakeBackend) ElectLeaders(partitions []metadata.TopicPartition, timeout
 	}
 	done(response)
 }
+
+// recordingBackend records the requests that reach a fakeBackend method.
+type recordingBackend struct {
+	*fakeBackend
+	offsetsForLeaderEpoch *[]replica.OffsetsForLeaderEpochRequest
+}
+
+func (r *recordingBackend) OffsetsForLeaderEpoch(tp metadata.TopicPartition, request replica.OffsetsForLeaderEpochRequest,
+	done func(replica.OffsetsForLeaderEpochAnswer)) {
+	*r.offsetsForLeaderEpoch = append(*r.offsetsForLeaderEpoch, request)
+	r.fakeBackend.OffsetsForLeaderEpoch(tp, request, done)
+}
