@@ -315,7 +315,7 @@ func (f *fakeBackend) CreateTopics(request CreateTopicsRequest, done func([]int1
 		switch {
 		case f.topics[topic.Name] != nil:
 			codes[i] = kerr.TopicAlreadyExists.Code
-		case topic.Partitions < 1:
+		case topic.Partitions < 1 || topic.Partitions > 1000: // the controller's bound is larger; the fuzzer's creations stay small
 			codes[i] = kerr.InvalidPartitions.Code
 		case topic.ReplicationFactor < 1 || topic.ReplicationFactor > len(f.cluster.Brokers):
 			codes[i] = kerr.InvalidReplicationFactor.Code
