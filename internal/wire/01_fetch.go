@@ -140,10 +140,17 @@ func fillFetchResponse(request *kmsg.FetchRequest, response *kmsg.FetchResponse,
 func fetchPartitionResponse(request *kmsg.FetchRequest, partition int32, answer replica.FetchResponse) kmsg.FetchResponseTopicPartition {
 	entry := kmsg.NewFetchResponseTopicPartition()
 	entry.Partition, entry.ErrorCode = partition, answer.ErrorCode
+	entry.PreferredReadReplica = -1
+	if answer.ErrorCode != 0 {
+		// As in Kafka, an error carries no offsets and no records: a
+		// client must not take a fenced replica's high watermark for the
+		// partition's.
+		entry.HighWatermark, entry.LastStableOffset, entry.LogStartOffset = -1, -1, -1
+		return entry
+	}
 	entry.HighWatermark = int64(answer.HighWatermark)
 	entry.LastStableOffset = int64(answer.HighWatermark) // no transactions: LSO = HW
 	entry.LogStartOffset = int64(answer.LogStartOffset)
-	entry.PreferredReadReplica = -1
 	if request.IsolationLevel == int8(ReadCommitted) {
 		entry.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 	}

@@ -82,8 +82,8 @@ func TestFetchFencedAndDiverging(t *testing.T) {
 	h := newTestHandler(t, backend)
 	for epoch, want := range map[int32]int16{4: kerr.FencedLeaderEpoch.Code, 6: kerr.UnknownLeaderEpoch.Code} {
 		response := roundTrip(t, h, testFetchRequest(9, 0, epoch)).(*kmsg.FetchResponse)
-		if got := response.Topics[0].Partitions[0]; got.ErrorCode != want || len(got.RecordBatches) != 0 {
-			t.Fatalf("epoch %d: error %d with %d record bytes, want %d", epoch, got.ErrorCode, len(got.RecordBatches), want)
+		if got := response.Topics[0].Partitions[0]; got.ErrorCode != want || len(got.RecordBatches) != 0 || got.HighWatermark != -1 {
+			t.Fatalf("epoch %d: error %d with %d record bytes and HW %d, want %d, none, -1", epoch, got.ErrorCode, len(got.RecordBatches), got.HighWatermark, want)
 		}
 	}
 	backend.diverging = &replica.EpochEndOffset{Epoch: 3, EndOffset: 1}

@@ -65,7 +65,10 @@ func (h *Handler) handleListOffsets(x *exchange) error {
 			var answer replica.ListOffsetsAnswer
 			deliver := g.expect(func() {
 				entry.ErrorCode, entry.Timestamp = answer.ErrorCode, -1
-				entry.Offset, entry.LeaderEpoch = int64(answer.Offset), int32(answer.LeaderEpoch)
+				entry.Offset, entry.LeaderEpoch = -1, -1 // an error carries neither, as in Kafka
+				if answer.ErrorCode == 0 {
+					entry.Offset, entry.LeaderEpoch = int64(answer.Offset), int32(answer.LeaderEpoch)
+				}
 			})
 			h.backend.ListOffsets(metadata.TopicPartition{Topic: topic.Topic, Partition: partition.Partition},
 				replica.ListOffsetsRequest{

@@ -68,7 +68,7 @@ func TestListOffsetsCodesPassThrough(t *testing.T) {
 		{6, 3, replica.EarliestTimestamp, kerr.UnknownLeaderEpoch.Code},
 	} {
 		response := roundTrip(t, h, listOffsetsRequest(c.version, c.epoch, c.timestamp)).(*kmsg.ListOffsetsResponse)
-		if got := response.Topics[0].Partitions[0]; got.ErrorCode != c.want {
+		if got := response.Topics[0].Partitions[0]; got.ErrorCode != c.want || c.want != 0 && (got.Offset != -1 || got.LeaderEpoch != -1) {
 			t.Fatalf("v%d epoch %d timestamp %d: error %d, want %d", c.version, c.epoch, c.timestamp, got.ErrorCode, c.want)
 		}
 	}
