@@ -18,7 +18,9 @@ func TestOffsetForLeaderEpoch(t *testing.T) {
 		request.Version, request.ReplicaID = version, 2
 		topic := kmsg.NewOffsetForLeaderEpochRequestTopic()
 		topic.Topic = "orders"
-		for _, c := range [][2]int32{{5, 5}, {5, 3}, {4, 3}, {6, 3}} { // current leader epoch, leader epoch
+		// Epoch 5 started at 0 and holds offsets 0..3; epoch 7 starts at 4.
+		backend.topics["orders"].partitions[0].becomeLeader(7)
+		for _, c := range [][2]int32{{7, 5}, {7, 3}, {7, 6}, {5, 3}, {8, 3}} { // current leader epoch, leader epoch
 			partition := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
 			partition.CurrentLeaderEpoch, partition.LeaderEpoch = c[0], c[1]
 			topic.Partitions = append(topic.Partitions, partition)
@@ -32,7 +34,7 @@ func TestOffsetForLeaderEpoch(t *testing.T) {
 			code  int16
 			epoch int32
 			end   int64
-		}{{0, 5, 4}, {0, 3, 1}, {kerr.FencedLeaderEpoch.Code, -1, -1}, {kerr.UnknownLeaderEpoch.Code, -1, -1}}
+		}{{0, 5, 4}, {0, 3, 0}, {0, 5, 4}, {kerr.FencedLeaderEpoch.Code, -1, -1}, {kerr.UnknownLeaderEpoch.Code, -1, -1}}
 		for i, w := range want {
 			if got[i].ErrorCode != w.code || got[i].LeaderEpoch != w.epoch || got[i].EndOffset != w.end {
 				t.Fatalf("v%d partition entry %d: %+v, want %+v", version, i, got[i], w)

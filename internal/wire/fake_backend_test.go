@@ -48,6 +48,35 @@ type fakePartition struct {
 	state   metadata.PartitionState
 	batches [][]byte
 	end     record.Offset
+	// epochs is the leader-epoch cache: each epoch with its start offset,
+	// both increasing.
+	epochs []replica.EpochEndOffset
+}
+
+// becomeLeader starts a new leader epoch at the log end, as a new leader
+// caches (epoch, log end offset) before any write (KAFKA-7415).
+func (p *fakePartition) becomeLeader(epoch record.LeaderEpoch) {
+	p.state.LeaderEpoch = epoch
+	p.epochs = append(p.epochs, replica.EpochEndOffset{Epoch: epoch, EndOffset: p.end})
+}
+
+// endOffsetFor is the epoch cache lookup of KIP-279: the largest epoch at
+// or below the one asked for and the start of the next one (the log end
+// for the current epoch); an epoch below the whole cache ends where the
+// cache starts.
+func (p *fakePartition) endOffsetFor(epoch record.LeaderEpoch) (record.LeaderEpoch, record.Offset) {
+	if epoch < p.epochs[0].Epoch {
+		return epoch, p.epochs[0].EndOffset
+	}
+	for i := len(p.epochs) - 1; i >= 0; i-- {
+		if p.epochs[i].Epoch <= epoch {
+			if i == len(p.epochs)-1 {
+				return p.epochs[i].Epoch, p.end
+			}
+			return p.epochs[i].Epoch, p.epochs[i+1].EndOffset
+		}
+	}
+	return record.NoLeaderEpoch, -1
 }
 
 type parkedFetch struct {
@@ -83,7 +112,9 @@ func (f *fakeBackend) addTopic(name string, partitions int, leaderEpoch record.L
 			Replicas:       slices.Clone(replicas), ISR: slices.Clone(replicas),
 			Leader: replicas[0], LeaderEpoch: leaderEpoch,
 		}
-		topic.partitions = append(topic.partitions, &fakePartition{state: state})
+		p := &fakePartition{state: state}
+		p.becomeLeader(leaderEpoch)
+		topic.partitions = append(topic.partitions, p)
 	}
 	f.topics[name] = topic
 }
@@ -232,12 +263,12 @@ func (f *fakeBackend) readPartition(part FetchPartition) replica.FetchResponse {
 	return response
 }
 
-// wakeFetches answers the parked fetches that now find data.
+// wakeFetches answers the parked fetches that now find data or an error.
 func (f *fakeBackend) wakeFetches() {
 	kept := f.parked[:0]
 	for _, parked := range f.parked {
 		responses, bytes := f.read(parked.request)
-		if bytes > 0 {
+		if bytes > 0 || anyError(responses) {
 			parked.done(responses)
 			continue
 		}
@@ -290,11 +321,8 @@ func (f *fakeBackend) OffsetsForLeaderEpoch(tp metadata.TopicPartition, request 
 		answer.ErrorCode = kerr.UnknownTopicOrPartition.Code
 	case checkEpoch(p.state.LeaderEpoch, request.CurrentLeaderEpoch) != 0:
 		answer.ErrorCode = checkEpoch(p.state.LeaderEpoch, request.CurrentLeaderEpoch)
-	case request.LeaderEpoch < p.state.LeaderEpoch:
-		// The fake's history: every earlier epoch ended at offset 1.
-		answer.LeaderEpoch, answer.EndOffset = request.LeaderEpoch, 1
-	case request.LeaderEpoch == p.state.LeaderEpoch:
-		answer.LeaderEpoch, answer.EndOffset = p.state.LeaderEpoch, p.end
+	case request.LeaderEpoch <= p.state.LeaderEpoch:
+		answer.LeaderEpoch, answer.EndOffset = p.endOffsetFor(request.LeaderEpoch)
 	}
 	done(answer)
 }
@@ -352,7 +380,7 @@ func (f *fakeBackend) ElectLeaders(partitions []metadata.TopicPartition, timeout
 			result.ErrorCode = kerr.ElectionNotNeeded.Code
 		default:
 			p.state.Leader = p.state.Replicas[0]
-			p.state.LeaderEpoch++
+			p.becomeLeader(p.state.LeaderEpoch + 1)
 		}
 		response.Results = append(response.Results, result)
 	}

@@ -342,3 +342,66 @@ func consumeAllQuietly(ctx context.Context, seed string, want int) []*kgo.Record
 	}
 	return received
 }
+
+// TestFranzGoLeaderEpochChange bumps the partition's leader epoch under a
+// consuming kgo client, as a re-election of the same leader does
+// (KAFKA-7164): the client's next fetch carries the old epoch and is
+// FENCED_LEADER_EPOCH; kgo refreshes its metadata, validates its position
+// with OffsetForLeaderEpoch (KIP-320), finds no truncation, and goes on
+// consuming from where it was.
+func TestFranzGoLeaderEpochChange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a TCP listener and real clients")
+	}
+	s := startTestServer(t)
+	s.mu.Lock()
+	s.backend.addTopic("orders", 1, 0)
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	seed := s.listener.Addr().String()
+	producer, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.DefaultProduceTopic("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.ConsumeTopics("orders"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(300*time.Millisecond),
+		kgo.MetadataMinAge(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	var sent, received []*kgo.Record
+	for round := range 2 {
+		batch := make([]*kgo.Record, 10)
+		for i := range batch {
+			batch[i] = &kgo.Record{Key: []byte(fmt.Sprintf("round-%d-%d", round, i)), Value: []byte{byte(round), byte(i)},
+				Headers: []kgo.RecordHeader{{Key: "n", Value: []byte{byte(i)}}}}
+		}
+		if err := producer.ProduceSync(ctx, batch...).FirstErr(); err != nil {
+			t.Fatalf("round %d: produce: %v", round, err)
+		}
+		sent = append(sent, batch...)
+		for len(received) < len(sent) && ctx.Err() == nil {
+			received = append(received, consumer.PollFetches(ctx).Records()...)
+		}
+		if round == 0 {
+			s.mu.Lock()
+			s.backend.topics["orders"].partitions[0].becomeLeader(1)
+			s.mu.Unlock()
+		}
+	}
+	checkConsumed(t, sent, received)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	validated := 0
+	for request, n := range s.seen {
+		if request[0] == 23 {
+			validated += n
+		}
+	}
+	if validated == 0 {
+		t.Fatalf("kgo never validated its position with OffsetForLeaderEpoch")
+	}
+}
