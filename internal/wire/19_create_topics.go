@@ -27,6 +27,9 @@ import (
 //     controller places replicas itself.
 //   - A topic named twice in one request is INVALID_REQUEST for each, as in
 //     Kafka.
+//   - One request creates at most Config.MaxPartitionsPerRequest partitions:
+//     a topic that would go over is INVALID_PARTITIONS, so one request
+//     cannot make the controller write an unbounded record batch.
 //   - v5+ answers the partitions, replication factor and configs of each
 //     created topic (KIP-525); v5 is flexible. v7's TopicID is zero (no
 //     topic ids yet).
@@ -48,18 +51,23 @@ func (h *Handler) handleCreateTopics(x *exchange) error {
 	}
 	forward := CreateTopicsRequest{TimeoutTicks: h.config.ticks(request.TimeoutMillis), ValidateOnly: request.ValidateOnly}
 	var positions []int // response position of each forwarded topic
+	partitions := 0     // partitions the forwarded topics create, bounded by MaxPartitionsPerRequest
 	for i, topic := range request.Topics {
 		entry := &response.Topics[i]
 		*entry = kmsg.NewCreateTopicsResponseTopic()
 		entry.Topic = topic.Topic
 		create, code, message := createTopicRequest(topic, cluster.Config)
-		if named[topic.Topic] > 1 {
+		switch {
+		case named[topic.Topic] > 1:
 			code, message = kerr.InvalidRequest.Code, "topic "+topic.Topic+" is named more than once"
+		case code == 0 && create.Partitions > h.config.MaxPartitionsPerRequest-partitions:
+			code, message = kerr.InvalidPartitions.Code, fmt.Sprintf("one request may create at most %d partitions", h.config.MaxPartitionsPerRequest)
 		}
 		if code != 0 {
 			entry.ErrorCode, entry.ErrorMessage = code, &message
 			continue
 		}
+		partitions += max(create.Partitions, 0)
 		forward.Topics = append(forward.Topics, create)
 		positions = append(positions, i)
 	}

@@ -78,3 +78,22 @@ func TestCreateTopicsValidateOnly(t *testing.T) {
 		t.Fatalf("validate-only created topics")
 	}
 }
+
+func TestCreateTopicsBoundsPartitionsPerRequest(t *testing.T) {
+	backend := newFakeBackend()
+	config := DefaultConfig()
+	config.MaxTopicsPerRequest, config.MaxPartitionsPerRequest = 3, 5
+	h, err := New(config, backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	request := kmsg.NewPtrCreateTopicsRequest()
+	request.Version = 7
+	request.Topics = []kmsg.CreateTopicsRequestTopic{createTopic("a", 3, 1, nil), createTopic("b", 3, 1, nil), createTopic("c", 2, 1, nil)}
+	response := roundTrip(t, h, request).(*kmsg.CreateTopicsResponse)
+	for i, want := range []int16{0, kerr.InvalidPartitions.Code, 0} {
+		if got := response.Topics[i].ErrorCode; got != want {
+			t.Fatalf("topic %s: error %d, want %d", response.Topics[i].Topic, got, want)
+		}
+	}
+}

@@ -277,6 +277,16 @@ func (f *fakeBackend) wakeFetches() {
 	f.parked = kept
 }
 
+// expireFetches answers every parked fetch, as if its wait had ended.
+func (f *fakeBackend) expireFetches() {
+	parked := f.parked
+	f.parked = nil
+	for _, p := range parked {
+		responses, _ := f.read(p.request)
+		p.done(responses)
+	}
+}
+
 // tick advances the fake's clock and answers the fetches whose wait ended.
 func (f *fakeBackend) tick() {
 	f.now++
@@ -343,7 +353,7 @@ func (f *fakeBackend) CreateTopics(request CreateTopicsRequest, done func([]int1
 		switch {
 		case f.topics[topic.Name] != nil:
 			codes[i] = kerr.TopicAlreadyExists.Code
-		case topic.Partitions < 1 || topic.Partitions > 1000: // the controller's bound is larger; the fuzzer's creations stay small
+		case topic.Partitions < 1 || topic.Partitions > 100 || len(f.topics) > 100: // the fuzzer's creations stay small
 			codes[i] = kerr.InvalidPartitions.Code
 		case topic.ReplicationFactor < 1 || topic.ReplicationFactor > len(f.cluster.Brokers):
 			codes[i] = kerr.InvalidReplicationFactor.Code

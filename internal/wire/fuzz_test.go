@@ -36,9 +36,11 @@ func seedRequests() [][]byte {
 
 // FuzzHandle runs arbitrary bytes through the whole request path: header,
 // version check, kmsg decoding, the handler, the fake Backend and the
-// response encoding. It must never panic, must call done exactly once (the
-// fake answers synchronously), and every response must decode with kmsg at
-// the version asked for (v0 for an ApiVersions above the range).
+// response encoding. It must never panic, must call done exactly once
+// (produce answers and empty fetches are held by the fake and given after
+// Handle returns, so the late-answer path is fuzzed too), and every
+// response must decode with kmsg at the version asked for (v0 for an
+// ApiVersions above the range).
 func FuzzHandle(f *testing.F) {
 	for _, seed := range seedRequests() {
 		f.Add(seed)
@@ -46,11 +48,14 @@ func FuzzHandle(f *testing.F) {
 	f.Fuzz(func(t *testing.T, request []byte) {
 		backend := newFakeBackend()
 		backend.addTopic("orders", 2, 1)
+		backend.holdProduce, backend.parkFetches = true, true
 		h := newTestHandler(t, backend)
 		calls := 0
 		var response []byte
 		var err error
 		h.Handle(append([]byte(nil), request...), func(r []byte, e error) { response, err, calls = r, e, calls+1 })
+		backend.releaseProduce()
+		backend.expireFetches()
 		if calls != 1 {
 			t.Fatalf("done called %d times", calls)
 		}
