@@ -98,8 +98,14 @@ func TestRequestsThatCloseTheConnection(t *testing.T) {
 		"too large":       {tooLarge, ErrRequestTooLarge},
 		"client id short": {valid[:9], ErrMalformedRequest},
 	} {
-		if _, err := call(t, h, c.request); !errors.Is(err, c.want) {
-			t.Errorf("%s: %v, want %v", name, err, c.want)
+		_, err := call(t, h, c.request)
+		var requestError *RequestError
+		if !errors.Is(err, c.want) || !errors.As(err, &requestError) {
+			t.Errorf("%s: %v, want a *RequestError wrapping %v", name, err, c.want)
+			continue
+		}
+		if len(c.request) >= 8 && requestError.Header.CorrelationID != 1 {
+			t.Errorf("%s: header %+v, want correlation id 1", name, requestError.Header)
 		}
 	}
 }

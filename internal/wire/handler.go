@@ -27,6 +27,23 @@ var (
 	ErrTooManyPartitions = errors.New("wire: too many topics or partitions in one request")
 )
 
+// RequestError is what Handle gives for a request that gets no response:
+// one of the errors above, wrapped with details, and as much of the header
+// as could be read, so the server can log which client sent what before it
+// closes the connection.
+type RequestError struct {
+	Header RequestHeader
+	Err    error
+}
+
+func (e *RequestError) Error() string {
+	return fmt.Sprintf("%s v%d from client %q (correlation id %d): %v", kmsg.NameForKey(e.Header.APIKey),
+		e.Header.APIVersion, e.Header.ClientID, e.Header.CorrelationID, e.Err)
+}
+
+// Unwrap gives the error, so errors.Is finds the sentinel.
+func (e *RequestError) Unwrap() error { return e.Err }
+
 // minRequestHeaderBytes is the smallest request header: api key, version,
 // correlation id and a client id length.
 const minRequestHeaderBytes = 2 + 2 + 4 + 2
@@ -70,9 +87,9 @@ func New(config Config, backend Backend) (*Handler, error) {
 // written in request order; a caller that handles the next request of a
 // connection before the previous one is answered must queue them.
 func (h *Handler) Handle(request []byte, done func(response []byte, err error)) {
-	x, err := h.decode(request, done)
+	x, header, err := h.decode(request, done)
 	if err != nil {
-		done(nil, err)
+		done(nil, &RequestError{Header: header, Err: err})
 		return
 	}
 	if x == nil {
@@ -85,34 +102,34 @@ func (h *Handler) Handle(request []byte, done func(response []byte, err error)) 
 
 // decode parses the header and body and checks them against the served
 // ranges; it answers an ApiVersions request above the range itself and
-// then returns a nil exchange.
-func (h *Handler) decode(request []byte, done func([]byte, error)) (*exchange, error) {
-	if len(request) > h.config.MaxRequestBytes {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrRequestTooLarge, len(request), h.config.MaxRequestBytes)
-	}
+// then returns a nil exchange. It returns the header as far as it read it.
+func (h *Handler) decode(request []byte, done func([]byte, error)) (*exchange, RequestHeader, error) {
 	reader := kbin.Reader{Src: request}
 	header := RequestHeader{APIKey: reader.Int16(), APIVersion: reader.Int16(), CorrelationID: reader.Int32()}
+	if len(request) > h.config.MaxRequestBytes {
+		return nil, header, fmt.Errorf("%w: %d bytes, limit %d", ErrRequestTooLarge, len(request), h.config.MaxRequestBytes)
+	}
 	if !reader.Ok() {
-		return nil, fmt.Errorf("%w: %d bytes is too short for a request header", ErrMalformedRequest, len(request))
+		return nil, header, fmt.Errorf("%w: %d bytes is too short for a request header", ErrMalformedRequest, len(request))
 	}
 	served, ok := lookup(header.APIKey)
 	if !ok {
-		return nil, fmt.Errorf("%w: key %d (%s)", ErrUnknownAPIKey, header.APIKey, kmsg.NameForKey(header.APIKey))
+		return nil, header, fmt.Errorf("%w: key %d (%s)", ErrUnknownAPIKey, header.APIKey, kmsg.NameForKey(header.APIKey))
 	}
 	if clientID := reader.NullableString(); clientID != nil {
 		header.ClientID = *clientID
 	}
 	if !reader.Ok() {
-		return nil, fmt.Errorf("%w: truncated client id", ErrMalformedRequest)
+		return nil, header, fmt.Errorf("%w: truncated client id", ErrMalformedRequest)
 	}
 	if header.APIVersion < served.min || header.APIVersion > served.max {
 		if header.APIKey == apiVersionsKey {
 			// Clients negotiate by sending their newest ApiVersions:
 			// answer in v0, which every client reads, with our ranges.
 			done(encodeResponse(header.CorrelationID, unsupportedAPIVersions()), nil)
-			return nil, nil
+			return nil, header, nil
 		}
-		return nil, fmt.Errorf("%w: %s v%d, served v%d-v%d", ErrUnsupportedVersion,
+		return nil, header, fmt.Errorf("%w: %s v%d, served v%d-v%d", ErrUnsupportedVersion,
 			kmsg.NameForKey(header.APIKey), header.APIVersion, served.min, served.max)
 	}
 	body := kmsg.RequestForKey(header.APIKey)
@@ -120,13 +137,13 @@ func (h *Handler) decode(request []byte, done func([]byte, error)) (*exchange, e
 	if body.IsFlexible() {
 		kmsg.SkipTags(&reader)
 		if !reader.Ok() {
-			return nil, fmt.Errorf("%w: truncated header tagged fields", ErrMalformedRequest)
+			return nil, header, fmt.Errorf("%w: truncated header tagged fields", ErrMalformedRequest)
 		}
 	}
 	if err := body.ReadFrom(reader.Src); err != nil {
-		return nil, fmt.Errorf("%w: %s v%d: %v", ErrMalformedRequest, kmsg.NameForKey(header.APIKey), header.APIVersion, err)
+		return nil, header, fmt.Errorf("%w: %s v%d: %v", ErrMalformedRequest, kmsg.NameForKey(header.APIKey), header.APIVersion, err)
 	}
-	return &exchange{header: header, request: body, done: done}, nil
+	return &exchange{header: header, request: body, done: done}, header, nil
 }
 
 // encodeResponse prepends the response header: the correlation id, and at
@@ -163,7 +180,7 @@ func (x *exchange) respond(response kmsg.Response) {
 // fail hands out an error that closes the connection.
 func (x *exchange) fail(err error) {
 	x.finish()
-	x.done(nil, err)
+	x.done(nil, &RequestError{Header: x.header, Err: err})
 }
 
 func (x *exchange) finish() {
