@@ -154,3 +154,19 @@ func TestProduceRefusals(t *testing.T) {
 		t.Fatalf("a refused produce reached the Backend")
 	}
 }
+
+// TestProduceRefusedAcksNoneHasNoResponse checks a refused acks=0 produce
+// still sends nothing: the client reads no response to acks=0.
+func TestProduceRefusedAcksNoneHasNoResponse(t *testing.T) {
+	backend := newFakeBackend()
+	backend.addTopic("orders", 1, 0)
+	h := newTestHandler(t, backend)
+	request := produceRequest(9, replica.AcksNone, map[string][][]byte{"orders": {testBatch(1, "a")}})
+	request.TransactionID = kmsg.StringPtr("txn")
+	if response, err := call(t, h, encodeRequest(request, 1)); response != nil || err != nil {
+		t.Fatalf("answered %d bytes, %v", len(response), err)
+	}
+	if len(backend.produces) != 0 {
+		t.Fatalf("a refused produce reached the Backend")
+	}
+}
