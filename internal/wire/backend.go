@@ -13,9 +13,11 @@ import (
 // done callback must be called from that goroutine too, exactly once, either
 // before the method returns or later (an acks=all produce waits for the
 // ISR, a long-poll fetch for data). A done called twice is a programmer
-// error and panics. Slices passed in are owned by the Backend from the call
-// on; slices passed to done must stay unchanged until done returns (the
-// response is encoded before it returns).
+// error and panics. The Backend may keep the slices passed in but must not
+// change them (the Handler reads them again to build the response), except
+// Produce's batches, which the replica stamps in place; slices passed to
+// done must stay unchanged until done returns (the response is encoded
+// before it returns).
 type Backend interface {
 	// Cluster describes the cluster as the answering broker knows it, for
 	// Metadata, DescribeCluster, DescribeConfigs and CreateTopics' defaults.
