@@ -71,8 +71,7 @@ func (h *Handler) handleFetch(x *exchange) error {
 		if len(answers) != len(fetch.Partitions) {
 			panic(fmt.Sprintf("wire: a Backend answered %d partitions of a fetch of %d", len(answers), len(fetch.Partitions)))
 		}
-		fillFetchResponse(request, response, answers)
-		x.respond(response)
+		x.respondSized(response, fillFetchResponse(request, response, answers))
 	})
 	return nil
 }
@@ -123,18 +122,22 @@ func (h *Handler) fetchRequest(request *kmsg.FetchRequest, partitions int) Fetch
 }
 
 // fillFetchResponse builds the response from the Backend's answers, which
-// are in request order.
-func fillFetchResponse(request *kmsg.FetchRequest, response *kmsg.FetchResponse, answers []replica.FetchResponse) {
-	next := 0
+// are in request order, and returns about how large it will encode.
+func fillFetchResponse(request *kmsg.FetchRequest, response *kmsg.FetchResponse, answers []replica.FetchResponse) int {
+	const overheadBytes = 64 // per partition and topic, with room to spare
+	next, size := 0, overheadBytes
 	for _, topic := range request.Topics {
 		entry := kmsg.NewFetchResponseTopic()
 		entry.Topic = topic.Topic
 		for _, partition := range topic.Partitions {
 			entry.Partitions = append(entry.Partitions, fetchPartitionResponse(request, partition.Partition, answers[next]))
+			size += overheadBytes + len(entry.Partitions[len(entry.Partitions)-1].RecordBatches)
 			next++
 		}
 		response.Topics = append(response.Topics, entry)
+		size += overheadBytes + len(topic.Topic)
 	}
+	return size
 }
 
 func fetchPartitionResponse(request *kmsg.FetchRequest, partition int32, answer replica.FetchResponse) kmsg.FetchResponseTopicPartition {

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"slices"
 	"sort"
 
@@ -254,11 +255,17 @@ func (f *fakeBackend) readPartition(part FetchPartition) replica.FetchResponse {
 		response.ErrorCode = kerr.OffsetOutOfRange.Code
 		return response
 	}
+	var chosen [][]byte
+	size := 0
 	for _, batch := range p.batches {
 		header, _ := record.ParseHeader(batch)
-		if header.NextOffset() > part.FetchOffset && (len(response.Records) == 0 || int64(len(response.Records)+len(batch)) <= part.MaxBytes) {
-			response.Records = append(response.Records, batch...)
+		if header.NextOffset() > part.FetchOffset && (size == 0 || int64(size+len(batch)) <= part.MaxBytes) {
+			chosen = append(chosen, batch)
+			size += len(batch)
 		}
+	}
+	if size > 0 {
+		response.Records = bytes.Join(chosen, nil) // one copy, as a read from the log makes
 	}
 	return response
 }

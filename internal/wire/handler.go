@@ -151,7 +151,14 @@ func (h *Handler) decode(request []byte, done func([]byte, error)) (*exchange, R
 // ApiVersions, whose response header is always v0 so that a client that
 // does not yet know the broker's versions can read it.
 func encodeResponse(correlationID int32, response kmsg.Response) []byte {
-	dst := binary.BigEndian.AppendUint32(nil, uint32(correlationID))
+	return encodeResponseSized(correlationID, response, 0)
+}
+
+// encodeResponseSized is encodeResponse into a buffer of sizeHint bytes:
+// a fetch response is mostly record bytes of a known size, and a buffer
+// that starts right is not copied again as it grows.
+func encodeResponseSized(correlationID int32, response kmsg.Response, sizeHint int) []byte {
+	dst := binary.BigEndian.AppendUint32(make([]byte, 0, max(sizeHint, 64)), uint32(correlationID))
 	if response.IsFlexible() && response.Key() != apiVersionsKey {
 		dst = append(dst, 0)
 	}
@@ -168,13 +175,16 @@ type exchange struct {
 }
 
 // respond encodes and hands out the response; nil means no response.
-func (x *exchange) respond(response kmsg.Response) {
+func (x *exchange) respond(response kmsg.Response) { x.respondSized(response, 0) }
+
+// respondSized is respond with the expected size of the encoded response.
+func (x *exchange) respondSized(response kmsg.Response, sizeHint int) {
 	x.finish()
 	if response == nil {
 		x.done(nil, nil)
 		return
 	}
-	x.done(encodeResponse(x.header.CorrelationID, response), nil)
+	x.done(encodeResponseSized(x.header.CorrelationID, response, sizeHint), nil)
 }
 
 // fail hands out an error that closes the connection.
