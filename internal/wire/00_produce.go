@@ -1,0 +1,117 @@
+package wire
+
+import (
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/replica"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Produce: v3-v9.
+//
+// Each partition's batches go to the Backend as the producer sent them:
+// RecordBatch v2 bytes (v3+ is the floor for magic 2, KIP-98, and what
+// librdkafka needs for idempotence and headers), never decoded or copied
+// here; the replica validates the CRC and stamps the base offset and its
+// leader epoch in place. The response is assembled as the partitions'
+// answers arrive: an acks=all answer comes only once the high watermark
+// has passed the batch.
+//
+//   - acks=0 gets no response at all, as in Kafka: the client does not
+//     read one. acks other than 0, 1 and -1 is INVALID_REQUIRED_ACKS.
+//   - A transactional id is TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every
+//     partition: tide has no transactions (KIP-98's transactional half),
+//     and InitProducerId refuses transactional ids the same way.
+//   - v5+ LogStartOffset (KIP-107); v7 is what sarama uses from V2_1 and
+//     what librdkafka needs for zstd (KIP-110); v8 per-record errors are
+//     not produced (RecordErrors stays empty; the replica rejects a batch
+//     whole); v9 is flexible.
+//   - LogAppendTime is -1: the log keeps the producer's CreateTime.
+//   - v10+ (KIP-951 leader hints, KIP-890 transactions) and v13 (topic ids)
+//     are not served yet.
+
+func init() { register(0, 3, 9, (*Handler).handleProduce) }
+
+func (h *Handler) handleProduce(x *exchange) error {
+	request := x.request.(*kmsg.ProduceRequest)
+	partitions := 0
+	for _, topic := range request.Topics {
+		partitions += len(topic.Partitions)
+	}
+	if err := h.checkCounts(len(request.Topics), partitions); err != nil {
+		return err
+	}
+	response := request.ResponseKind().(*kmsg.ProduceResponse)
+	refusal := produceRefusal(request)
+	response.Topics = make([]kmsg.ProduceResponseTopic, len(request.Topics))
+	for i, topic := range request.Topics {
+		response.Topics[i] = kmsg.NewProduceResponseTopic()
+		response.Topics[i].Topic = topic.Topic
+		response.Topics[i].Partitions = make([]kmsg.ProduceResponseTopicPartition, len(topic.Partitions))
+		for j, partition := range topic.Partitions {
+			entry := kmsg.NewProduceResponseTopicPartition()
+			entry.Partition, entry.ErrorCode = partition.Partition, refusal
+			entry.BaseOffset, entry.LogAppendTime, entry.LogStartOffset = -1, -1, -1
+			response.Topics[i].Partitions[j] = entry
+		}
+	}
+	if refusal != 0 {
+		x.respond(h.produceResponse(request, response))
+		return nil
+	}
+	if request.Acks == replica.AcksNone {
+		// Answer (with nothing) first: the client is not waiting, and the
+		// Backend's answers are dropped.
+		x.respond(nil)
+		h.issueProduces(request, response, func() {})
+		return nil
+	}
+	h.issueProduces(request, response, func() { x.respond(response) })
+	return nil
+}
+
+// produceRefusal is the code every partition gets when the request as a
+// whole cannot be served, or 0.
+func produceRefusal(request *kmsg.ProduceRequest) int16 {
+	switch {
+	case request.TransactionID != nil:
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	case request.Acks != replica.AcksNone && request.Acks != replica.AcksLeader && request.Acks != replica.AcksAll:
+		return kerr.InvalidRequiredAcks.Code
+	}
+	return 0
+}
+
+// produceResponse is the answer to a refused request, or nothing for a
+// refused acks=0 request.
+func (h *Handler) produceResponse(request *kmsg.ProduceRequest, response *kmsg.ProduceResponse) kmsg.Response {
+	if request.Acks == replica.AcksNone {
+		return nil
+	}
+	return response
+}
+
+// issueProduces hands every partition to the Backend; complete runs once
+// all have answered into response.
+func (h *Handler) issueProduces(request *kmsg.ProduceRequest, response *kmsg.ProduceResponse, complete func()) {
+	g := newGather(complete)
+	id := uint64(0)
+	timeoutTicks := h.config.ticks(request.TimeoutMillis)
+	for i, topic := range request.Topics {
+		for j, partition := range topic.Partitions {
+			entry := &response.Topics[i].Partitions[j]
+			var answer replica.ProduceAnswer
+			deliver := g.expect(func() {
+				entry.ErrorCode = answer.ErrorCode
+				if answer.ErrorCode == 0 {
+					entry.BaseOffset, entry.LogStartOffset = int64(answer.BaseOffset), int64(answer.LogStartOffset)
+				}
+			})
+			tp := metadata.TopicPartition{Topic: topic.Topic, Partition: partition.Partition}
+			produce := replica.ProduceRequest{ID: id, Batches: partition.Records, Acks: request.Acks, TimeoutTicks: timeoutTicks}
+			h.backend.Produce(tp, produce, func(a replica.ProduceAnswer) { answer = a; deliver() })
+			id++
+		}
+	}
+	g.release()
+}

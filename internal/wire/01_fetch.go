@@ -1,0 +1,168 @@
+package wire
+
+import (
+	"fmt"
+
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/record"
+	"github.com/tidelog/tide/internal/replica"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Fetch: v4-v12.
+//
+// A consumer or a follower reads one or more partitions; the Backend holds
+// the fetch until MinBytes of records are available or MaxWait has passed
+// (Kafka's long poll), and the records come back as the log holds them,
+// RecordBatch v2 bytes, never decoded here.
+//
+//   - v4+ IsolationLevel and LastStableOffset: tide has no transactions, so
+//     the last stable offset is the high watermark and read_committed reads
+//     what read_uncommitted reads (librdkafka reads read_committed by
+//     default and would stall on any other LSO). AbortedTransactions is
+//     empty at read_committed and null otherwise, as in Kafka.
+//   - v5+ LogStartOffset (KIP-107).
+//   - v7+ fetch sessions (KIP-227): declined. Every fetch is a full fetch
+//     answered with session id 0, which KIP-227 allows and which kgo,
+//     librdkafka, sarama and the Java client take as "no session" (they
+//     keep sending full fetches). A fetch naming a session id is
+//     FETCH_SESSION_ID_NOT_FOUND (none was ever handed out); session id 0
+//     with an epoch other than 0 (create) or -1 (sessionless) is
+//     INVALID_FETCH_SESSION_EPOCH. ForgottenTopics only matter in a
+//     session and are ignored.
+//   - v9+ CurrentLeaderEpoch (KIP-320): the Backend answers
+//     FENCED_LEADER_EPOCH to an older epoch and UNKNOWN_LEADER_EPOCH to a
+//     newer one, so a zombie follower or a stale consumer is never served
+//     (KAFKA-6880).
+//   - v11+ RackID is ignored and PreferredReadReplica is -1 (no KIP-392
+//     follower fetching).
+//   - v12+ LastFetchedEpoch and DivergingEpoch (KIP-595 style, Kafka 2.7):
+//     a follower whose log diverged gets the epoch and end offset to
+//     truncate to, and no records (KAFKA-14704). v12 is flexible.
+//   - ReplicaID (v0-v14) is the follower's broker id, -1 for consumers;
+//     other negative ids (-2, debugging) are read as a consumer's, which
+//     never sees past the high watermark.
+//   - v13+ (topic ids, KIP-516) and v15+ (ReplicaState with the broker
+//     epoch, KIP-903) are not served yet.
+
+func init() { register(1, 4, 12, (*Handler).handleFetch) }
+
+func (h *Handler) handleFetch(x *exchange) error {
+	request := x.request.(*kmsg.FetchRequest)
+	partitions := 0
+	for _, topic := range request.Topics {
+		partitions += len(topic.Partitions)
+	}
+	if err := h.checkCounts(len(request.Topics), partitions); err != nil {
+		return err
+	}
+	if request.IsolationLevel != int8(ReadUncommitted) && request.IsolationLevel != int8(ReadCommitted) {
+		return fmt.Errorf("%w: fetch isolation level %d", ErrMalformedRequest, request.IsolationLevel)
+	}
+	response := request.ResponseKind().(*kmsg.FetchResponse)
+	if code := fetchSessionError(request); code != 0 {
+		response.ErrorCode = code
+		x.respond(response)
+		return nil
+	}
+	fetch := h.fetchRequest(request, partitions)
+	h.backend.Fetch(fetch, func(answers []replica.FetchResponse) {
+		if len(answers) != len(fetch.Partitions) {
+			panic(fmt.Sprintf("wire: a Backend answered %d partitions of a fetch of %d", len(answers), len(fetch.Partitions)))
+		}
+		x.respondSized(response, fillFetchResponse(request, response, answers))
+	})
+	return nil
+}
+
+// fetchSessionError is the top-level error of a fetch that asks for a
+// session state tide never created, or 0.
+func fetchSessionError(request *kmsg.FetchRequest) int16 {
+	switch {
+	case request.Version < 7:
+		return 0
+	case request.SessionID != 0:
+		return kerr.FetchSessionIDNotFound.Code
+	case request.SessionEpoch != 0 && request.SessionEpoch != -1:
+		return kerr.InvalidFetchSessionEpoch.Code
+	}
+	return 0
+}
+
+// fetchRequest translates a fetch into the Backend's terms.
+func (h *Handler) fetchRequest(request *kmsg.FetchRequest, partitions int) FetchRequest {
+	replicaID := metadata.BrokerID(request.ReplicaID)
+	if replicaID < 0 {
+		replicaID = replica.ConsumerReplicaID
+	}
+	fetch := FetchRequest{
+		ReplicaID: replicaID, ReplicaEpoch: metadata.NoBrokerEpoch,
+		MaxWaitTicks: h.config.ticks(request.MaxWaitMillis), MinBytes: request.MinBytes, MaxBytes: request.MaxBytes,
+		IsolationLevel: IsolationLevel(request.IsolationLevel),
+		Partitions:     make([]FetchPartition, 0, partitions),
+	}
+	for _, topic := range request.Topics {
+		for _, partition := range topic.Partitions {
+			// Below v9 and v12 kmsg leaves CurrentLeaderEpoch and
+			// LastFetchedEpoch at their default, -1: no check, no epoch.
+			fetch.Partitions = append(fetch.Partitions, FetchPartition{
+				TopicPartition: metadata.TopicPartition{Topic: topic.Topic, Partition: partition.Partition},
+				FetchRequest: replica.FetchRequest{
+					ID: uint64(len(fetch.Partitions)), ReplicaID: replicaID, ReplicaEpoch: metadata.NoBrokerEpoch,
+					CurrentLeaderEpoch: record.LeaderEpoch(partition.CurrentLeaderEpoch),
+					FetchOffset:        record.Offset(partition.FetchOffset),
+					LastFetchedEpoch:   record.LeaderEpoch(partition.LastFetchedEpoch),
+					MaxBytes:           int64(partition.PartitionMaxBytes),
+				},
+			})
+		}
+	}
+	return fetch
+}
+
+// fillFetchResponse builds the response from the Backend's answers, which
+// are in request order, and returns about how large it will encode.
+func fillFetchResponse(request *kmsg.FetchRequest, response *kmsg.FetchResponse, answers []replica.FetchResponse) int {
+	const overheadBytes = 64 // per partition and topic, with room to spare
+	next, size := 0, overheadBytes
+	for _, topic := range request.Topics {
+		entry := kmsg.NewFetchResponseTopic()
+		entry.Topic = topic.Topic
+		for _, partition := range topic.Partitions {
+			entry.Partitions = append(entry.Partitions, fetchPartitionResponse(request, partition.Partition, answers[next]))
+			size += overheadBytes + len(entry.Partitions[len(entry.Partitions)-1].RecordBatches)
+			next++
+		}
+		response.Topics = append(response.Topics, entry)
+		size += overheadBytes + len(topic.Topic)
+	}
+	return size
+}
+
+func fetchPartitionResponse(request *kmsg.FetchRequest, partition int32, answer replica.FetchResponse) kmsg.FetchResponseTopicPartition {
+	entry := kmsg.NewFetchResponseTopicPartition()
+	entry.Partition, entry.ErrorCode = partition, answer.ErrorCode
+	entry.PreferredReadReplica = -1
+	if answer.ErrorCode != 0 {
+		// As in Kafka, an error carries no offsets and no records: a
+		// client must not take a fenced replica's high watermark for the
+		// partition's.
+		entry.HighWatermark, entry.LastStableOffset, entry.LogStartOffset = -1, -1, -1
+		return entry
+	}
+	entry.HighWatermark = int64(answer.HighWatermark)
+	entry.LastStableOffset = int64(answer.HighWatermark) // no transactions: LSO = HW
+	entry.LogStartOffset = int64(answer.LogStartOffset)
+	if request.IsolationLevel == int8(ReadCommitted) {
+		entry.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+	}
+	if answer.DivergingEpoch != nil {
+		// A diverging log carries no records: the follower truncates first.
+		entry.DivergingEpoch.Epoch = int32(answer.DivergingEpoch.Epoch)
+		entry.DivergingEpoch.EndOffset = int64(answer.DivergingEpoch.EndOffset)
+		return entry
+	}
+	entry.RecordBatches = answer.Records
+	return entry
+}

@@ -1,0 +1,118 @@
+package wire
+
+import (
+	"slices"
+
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Metadata: v0-v12.
+//
+// The brokers, the controller and each asked-for topic's partitions with
+// their leader, leader epoch, replicas and ISR, from the Backend's applied
+// metadata image (KRaft: brokers learn leadership only through the
+// replicated metadata log, so what is answered here never runs ahead of it).
+//
+//   - v0: an empty topic list means all topics; v1+: null means all, empty
+//     means none.
+//   - v4+ AllowAutoTopicCreation is ignored: tide never creates topics on
+//     Metadata, so an unknown topic is UNKNOWN_TOPIC_OR_PARTITION; create
+//     it with CreateTopics.
+//   - v5+ OfflineReplicas: replicas on brokers the Backend does not list.
+//   - v7+ LeaderEpoch (KIP-320): clients use it to fence their fetches and
+//     to detect log truncation after a leader change.
+//   - v10+ TopicID (KIP-516): tide has no topic ids yet, so topics carry
+//     the zero id and a request by id alone is UNKNOWN_TOPIC_ID. This is
+//     why Fetch stops at v12 and Produce at v9, below the versions that
+//     name topics by id.
+//   - A partition without a leader is LEADER_NOT_AVAILABLE, leader -1, as
+//     in Kafka, so clients refresh and retry.
+//   - v13 (top-level ErrorCode) is not served yet.
+
+func init() { register(3, 0, 12, (*Handler).handleMetadata) }
+
+func (h *Handler) handleMetadata(x *exchange) error {
+	request := x.request.(*kmsg.MetadataRequest)
+	if err := h.checkCounts(len(request.Topics), len(request.Topics)); err != nil {
+		return err
+	}
+	cluster := h.backend.Cluster()
+	response := request.ResponseKind().(*kmsg.MetadataResponse)
+	response.ClusterID = &cluster.ClusterID
+	response.ControllerID = int32(cluster.ControllerID)
+	live := make(map[metadata.BrokerID]bool, len(cluster.Brokers))
+	for _, broker := range cluster.Brokers {
+		live[broker.ID] = true
+		response.Brokers = append(response.Brokers, metadataBroker(broker))
+	}
+	all := request.Topics == nil || request.Version == 0 && len(request.Topics) == 0
+	if all {
+		for _, name := range h.backend.TopicNames() {
+			response.Topics = append(response.Topics, h.metadataTopic(name, live))
+		}
+		x.respond(response)
+		return nil
+	}
+	seen := make(map[string]bool, len(request.Topics))
+	for _, asked := range request.Topics {
+		if asked.Topic == nil {
+			unknown := kmsg.NewMetadataResponseTopic()
+			unknown.ErrorCode, unknown.TopicID = kerr.UnknownTopicID.Code, asked.TopicID
+			response.Topics = append(response.Topics, unknown)
+			continue
+		}
+		if !seen[*asked.Topic] {
+			seen[*asked.Topic] = true
+			response.Topics = append(response.Topics, h.metadataTopic(*asked.Topic, live))
+		}
+	}
+	x.respond(response)
+	return nil
+}
+
+func metadataBroker(broker Broker) kmsg.MetadataResponseBroker {
+	entry := kmsg.NewMetadataResponseBroker()
+	entry.NodeID, entry.Host, entry.Port = int32(broker.ID), broker.Host, broker.Port
+	if broker.Rack != "" {
+		entry.Rack = &broker.Rack
+	}
+	return entry
+}
+
+// metadataTopic describes one topic; live holds the brokers listed.
+func (h *Handler) metadataTopic(name string, live map[metadata.BrokerID]bool) kmsg.MetadataResponseTopic {
+	entry := kmsg.NewMetadataResponseTopic()
+	entry.Topic = &name
+	topic, ok := h.backend.Topic(name)
+	if !ok {
+		entry.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return entry
+	}
+	for _, state := range topic.Partitions {
+		partition := kmsg.NewMetadataResponseTopicPartition()
+		partition.Partition = state.Partition
+		partition.Leader = int32(state.Leader)
+		partition.LeaderEpoch = int32(state.LeaderEpoch)
+		partition.Replicas = brokerIDs(state.Replicas)
+		partition.ISR = brokerIDs(state.ISR)
+		partition.OfflineReplicas = brokerIDs(slices.DeleteFunc(slices.Clone(state.Replicas),
+			func(id metadata.BrokerID) bool { return live[id] }))
+		if state.Leader == metadata.NoBroker {
+			partition.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		entry.Partitions = append(entry.Partitions, partition)
+	}
+	return entry
+}
+
+// brokerIDs converts to the wire's int32s; never nil, since an array that
+// is not nullable must not be written as null.
+func brokerIDs(ids []metadata.BrokerID) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}

@@ -1,0 +1,153 @@
+package wire
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/tidelog/tide/internal/controller"
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// CreateTopics: v2-v7.
+//
+// Topics are created by the controller (controller.CreateTopic decides the
+// placement and the codes); the Backend forwards the request and answers
+// once the topics are in the metadata log, or with ValidateOnly (v1+) only
+// checks them.
+//
+//   - NumPartitions and ReplicationFactor -1 (v4+, KIP-464) take the
+//     broker's num.partitions and default.replication.factor.
+//   - Configs: min.insync.replicas and unclean.leader.election.enable are
+//     kept; a null value means the default. Any other config is
+//     INVALID_CONFIG: tide has no per-topic segment or retention settings,
+//     and accepting a setting it then ignores would hide that.
+//   - A manual ReplicaAssignment is INVALID_REPLICA_ASSIGNMENT: the
+//     controller places replicas itself.
+//   - A topic named twice in one request is INVALID_REQUEST for each, as in
+//     Kafka.
+//   - One request creates at most Config.MaxPartitionsPerRequest partitions:
+//     a topic that would go over is INVALID_PARTITIONS, so one request
+//     cannot make the controller write an unbounded record batch.
+//   - v5+ answers the partitions, replication factor and configs of each
+//     created topic (KIP-525); v5 is flexible. v7's TopicID is zero (no
+//     topic ids yet).
+//   - v0-v1 are not served (Kafka 4.0 dropped them, KIP-896).
+
+func init() { register(19, 2, 7, (*Handler).handleCreateTopics) }
+
+func (h *Handler) handleCreateTopics(x *exchange) error {
+	request := x.request.(*kmsg.CreateTopicsRequest)
+	if err := h.checkCounts(len(request.Topics), len(request.Topics)); err != nil {
+		return err
+	}
+	cluster := h.backend.Cluster()
+	response := request.ResponseKind().(*kmsg.CreateTopicsResponse)
+	response.Topics = make([]kmsg.CreateTopicsResponseTopic, len(request.Topics))
+	named := make(map[string]int, len(request.Topics))
+	for _, topic := range request.Topics {
+		named[topic.Topic]++
+	}
+	forward := CreateTopicsRequest{TimeoutTicks: h.config.ticks(request.TimeoutMillis), ValidateOnly: request.ValidateOnly}
+	var positions []int // response position of each forwarded topic
+	partitions := 0     // partitions the forwarded topics create, bounded by MaxPartitionsPerRequest
+	for i, topic := range request.Topics {
+		entry := &response.Topics[i]
+		*entry = kmsg.NewCreateTopicsResponseTopic()
+		entry.Topic = topic.Topic
+		create, code, message := createTopicRequest(topic, cluster.Config)
+		switch {
+		case named[topic.Topic] > 1:
+			code, message = kerr.InvalidRequest.Code, "topic "+topic.Topic+" is named more than once"
+		case code == 0 && create.Partitions > h.config.MaxPartitionsPerRequest-partitions:
+			code, message = kerr.InvalidPartitions.Code, fmt.Sprintf("one request may create at most %d partitions", h.config.MaxPartitionsPerRequest)
+		}
+		if code != 0 {
+			entry.ErrorCode, entry.ErrorMessage = code, &message
+			continue
+		}
+		partitions += max(create.Partitions, 0)
+		forward.Topics = append(forward.Topics, create)
+		positions = append(positions, i)
+	}
+	if len(forward.Topics) == 0 {
+		x.respond(response)
+		return nil
+	}
+	h.backend.CreateTopics(forward, func(codes []int16) {
+		if len(codes) != len(forward.Topics) {
+			panic(fmt.Sprintf("wire: a Backend answered %d codes to a CreateTopics of %d", len(codes), len(forward.Topics)))
+		}
+		for k, code := range codes {
+			fillCreatedTopic(&response.Topics[positions[k]], forward.Topics[k], code, cluster.Config)
+		}
+		x.respond(response)
+	})
+	return nil
+}
+
+// createTopicRequest translates one topic with its defaults filled in, or
+// returns the code and message that refuse it.
+func createTopicRequest(topic kmsg.CreateTopicsRequestTopic, broker BrokerConfig) (controller.CreateTopicRequest, int16, string) {
+	create := controller.CreateTopicRequest{
+		Name: topic.Topic, Partitions: int(topic.NumPartitions), ReplicationFactor: int(topic.ReplicationFactor),
+		Config: metadata.TopicConfig{MinInsyncReplicas: broker.MinInsyncReplicas, UncleanLeaderElection: broker.UncleanLeaderElection},
+	}
+	if topic.NumPartitions == -1 {
+		create.Partitions = broker.DefaultPartitions
+	}
+	if topic.ReplicationFactor == -1 {
+		create.ReplicationFactor = broker.DefaultReplicationFactor
+	}
+	create.Config.ReplicationFactor = create.ReplicationFactor
+	if len(topic.ReplicaAssignment) > 0 {
+		return create, kerr.InvalidReplicaAssignment.Code, "tide places replicas itself: leave the replica assignment empty"
+	}
+	for _, config := range topic.Configs {
+		if config.Value == nil {
+			continue
+		}
+		if err := setTopicConfig(&create.Config, config.Name, *config.Value); err != nil {
+			return create, kerr.InvalidConfig.Code, err.Error()
+		}
+	}
+	return create, 0, ""
+}
+
+// setTopicConfig applies one of the configs tide keeps per topic.
+func setTopicConfig(config *metadata.TopicConfig, name, value string) error {
+	switch name {
+	case "min.insync.replicas":
+		n, err := strconv.Atoi(value)
+		if err != nil {
+			return fmt.Errorf("min.insync.replicas %q is not an integer", value)
+		}
+		config.MinInsyncReplicas = n
+	case "unclean.leader.election.enable":
+		enabled, err := strconv.ParseBool(value)
+		if err != nil {
+			return fmt.Errorf("unclean.leader.election.enable %q is not a boolean", value)
+		}
+		config.UncleanLeaderElection = enabled
+	default:
+		return fmt.Errorf("tide does not support the topic config %s", name)
+	}
+	return nil
+}
+
+// fillCreatedTopic writes the Backend's answer for one topic.
+func fillCreatedTopic(entry *kmsg.CreateTopicsResponseTopic, create controller.CreateTopicRequest, code int16, broker BrokerConfig) {
+	entry.ErrorCode = code
+	if code != 0 {
+		message := controller.CodeName(code)
+		entry.ErrorMessage = &message
+		return
+	}
+	entry.NumPartitions, entry.ReplicationFactor = int32(create.Partitions), int16(create.ReplicationFactor)
+	for _, config := range topicConfigs(create.Config, broker) {
+		described := kmsg.NewCreateTopicsResponseTopicConfig()
+		described.Name, described.Value, described.ReadOnly, described.Source = config.name, &config.value, true, int8(config.source)
+		entry.Configs = append(entry.Configs, described)
+	}
+}

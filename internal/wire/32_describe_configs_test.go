@@ -1,0 +1,68 @@
+package wire
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func describeConfigsResource(kind kmsg.ConfigResourceType, name string, configs ...string) kmsg.DescribeConfigsRequestResource {
+	resource := kmsg.NewDescribeConfigsRequestResource()
+	resource.ResourceType, resource.ResourceName, resource.ConfigNames = kind, name, configs
+	return resource
+}
+
+func configValues(resource kmsg.DescribeConfigsResponseResource) map[string]kmsg.DescribeConfigsResponseResourceConfig {
+	values := map[string]kmsg.DescribeConfigsResponseResourceConfig{}
+	for _, config := range resource.Configs {
+		values[config.Name] = config
+	}
+	return values
+}
+
+func TestDescribeConfigs(t *testing.T) {
+	for _, version := range testVersions(t, 32) {
+		backend := newFakeBackend()
+		backend.addTopic("orders", 1, 0)
+		backend.topics["orders"].config.MinInsyncReplicas = 2
+		h := newTestHandler(t, backend)
+		request := kmsg.NewPtrDescribeConfigsRequest()
+		request.Version, request.IncludeSynonyms = version, true
+		request.Resources = []kmsg.DescribeConfigsRequestResource{
+			describeConfigsResource(kmsg.ConfigResourceTypeTopic, "orders"),
+			describeConfigsResource(kmsg.ConfigResourceTypeTopic, "orders", "segment.bytes", "no.such.config"),
+			describeConfigsResource(kmsg.ConfigResourceTypeBroker, "1"),
+			describeConfigsResource(kmsg.ConfigResourceTypeTopic, "missing"),
+			describeConfigsResource(kmsg.ConfigResourceTypeBroker, "2"),
+			describeConfigsResource(kmsg.ConfigResourceTypeBrokerLogger, "1"),
+		}
+		response := roundTrip(t, h, request).(*kmsg.DescribeConfigsResponse)
+		resources := response.Resources
+		topic := configValues(resources[0])
+		if got := topic["min.insync.replicas"]; *got.Value != "2" || got.Source != kmsg.ConfigSourceDynamicTopicConfig || !got.ReadOnly {
+			t.Fatalf("v%d: min.insync.replicas %+v", version, got)
+		}
+		if got := topic["unclean.leader.election.enable"]; *got.Value != "false" || got.Source != kmsg.ConfigSourceDefaultConfig {
+			t.Fatalf("v%d: unclean.leader.election.enable %+v", version, got)
+		}
+		if got := topic["segment.bytes"]; *got.Value != "1073741824" || len(got.ConfigSynonyms) != 2 || got.ConfigSynonyms[1].Name != "log.segment.bytes" {
+			t.Fatalf("v%d: segment.bytes %+v", version, got)
+		}
+		if version >= 3 && topic["retention.ms"].ConfigType != kmsg.ConfigTypeLong {
+			t.Fatalf("v%d: retention.ms type %d", version, topic["retention.ms"].ConfigType)
+		}
+		if len(resources[1].Configs) != 1 || resources[1].Configs[0].Name != "segment.bytes" {
+			t.Fatalf("v%d: filtered configs %+v", version, resources[1].Configs)
+		}
+		broker := configValues(resources[2])
+		if got := broker["default.replication.factor"]; got.Value == nil || *got.Value != "1" || got.Source != kmsg.ConfigSourceStaticBrokerConfig {
+			t.Fatalf("v%d: default.replication.factor %+v", version, got)
+		}
+		for i, want := range []int16{kerr.UnknownTopicOrPartition.Code, kerr.InvalidRequest.Code, kerr.InvalidRequest.Code} {
+			if got := resources[3+i]; got.ErrorCode != want || got.ErrorMessage == nil {
+				t.Fatalf("v%d: resource %s error %d, want %d", version, got.ResourceName, got.ErrorCode, want)
+			}
+		}
+	}
+}

@@ -1,0 +1,60 @@
+package wire
+
+import (
+	"testing"
+
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func TestElectLeaders(t *testing.T) {
+	for _, version := range testVersions(t, 43) {
+		backend := newFakeBackend()
+		backend.addTopic("orders", 2, 3, 1, 2)
+		backend.topics["orders"].partitions[1].state.Leader = 2 // not the preferred leader
+		h := newTestHandler(t, backend)
+		request := kmsg.NewPtrElectLeadersRequest()
+		request.Version = version
+		request.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "orders", Partitions: []int32{0, 1}}, {Topic: "missing", Partitions: []int32{0}}}
+		response := roundTrip(t, h, request).(*kmsg.ElectLeadersResponse)
+		if response.ErrorCode != 0 || len(response.Topics) != 2 {
+			t.Fatalf("v%d: %+v", version, response)
+		}
+		orders := response.Topics[0].Partitions
+		if orders[0].ErrorCode != kerr.ElectionNotNeeded.Code || orders[1].ErrorCode != 0 || orders[0].ErrorMessage == nil {
+			t.Fatalf("v%d: orders results %+v", version, orders)
+		}
+		if got := response.Topics[1].Partitions[0].ErrorCode; got != kerr.UnknownTopicOrPartition.Code {
+			t.Fatalf("v%d: missing error %d", version, got)
+		}
+		if p := backend.topics["orders"].partitions[1].state; p.Leader != 1 || p.LeaderEpoch != 4 {
+			t.Fatalf("v%d: orders-1 leader %d epoch %d after the election", version, p.Leader, p.LeaderEpoch)
+		}
+	}
+}
+
+func TestElectLeadersAllAndUnclean(t *testing.T) {
+	backend := newFakeBackend()
+	backend.addTopic("b", 1, 0)
+	backend.addTopic("a", 2, 0)
+	h := newTestHandler(t, backend)
+	request := kmsg.NewPtrElectLeadersRequest()
+	request.Version = 2
+	response := roundTrip(t, h, request).(*kmsg.ElectLeadersResponse) // null topics: every partition
+	var seen []metadata.TopicPartition
+	for _, topic := range response.Topics {
+		for _, p := range topic.Partitions {
+			seen = append(seen, tp(topic.Topic, p.Partition))
+		}
+	}
+	if len(seen) != 3 || seen[0] != tp("a", 0) || seen[2] != tp("b", 0) {
+		t.Fatalf("all partitions answered as %v", seen)
+	}
+	request.ElectionType = 1
+	request.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "a", Partitions: []int32{0}}}
+	response = roundTrip(t, h, request).(*kmsg.ElectLeadersResponse)
+	if response.ErrorCode != kerr.InvalidRequest.Code || response.Topics[0].Partitions[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("unclean election answered %+v", response)
+	}
+}

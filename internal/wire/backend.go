@@ -1,0 +1,193 @@
+package wire
+
+import (
+	"github.com/tidelog/tide/internal/controller"
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/replica"
+)
+
+// Backend does the work behind the requests: the broker, or a test's fake.
+// It speaks tide's types; the Handler translates Kafka's.
+//
+// Every method is called from the goroutine that calls Handle, and every
+// done callback must be called from that goroutine too, exactly once, either
+// before the method returns or later (an acks=all produce waits for the
+// ISR, a long-poll fetch for data). A done called twice is a programmer
+// error and panics. The Backend may keep the slices passed in but must not
+// change them (the Handler reads them again to build the response), except
+// Produce's batches, which the replica stamps in place; slices passed to
+// done must stay unchanged until done returns (the response is encoded
+// before it returns).
+type Backend interface {
+	// Cluster describes the cluster as the answering broker knows it, for
+	// Metadata, DescribeCluster, DescribeConfigs and CreateTopics' defaults.
+	Cluster() Cluster
+	// Topic returns a topic's configuration and partitions, as the applied
+	// metadata image has them.
+	Topic(name string) (metadata.Topic, bool)
+	// TopicNames lists every topic, sorted, for requests that ask for all.
+	TopicNames() []string
+
+	// Produce appends one partition's batches. request.Batches is the
+	// producer's RecordBatch v2 bytes, untouched and unvalidated: it aliases
+	// the request buffer Handle was given, and the replica validates it and
+	// stamps offsets and its leader epoch into it in place. request.ID is the
+	// partition's position in the request. With AcksNone, done may be
+	// called at any time (its answer is dropped: acks=0 gets no response).
+	Produce(partition metadata.TopicPartition, request replica.ProduceRequest, done func(replica.ProduceAnswer))
+	// Fetch reads from every partition of request. The Backend decides
+	// when to answer (Kafka's long poll): once at least MinBytes of records
+	// are available over all partitions, once MaxWaitTicks have passed, or
+	// at once on an error. done gets one response per partition, in request
+	// order (each with the ID of its FetchPartition); Records are whole
+	// batches, as the log holds them.
+	Fetch(request FetchRequest, done func([]replica.FetchResponse))
+	// ListOffsets answers the earliest (EarliestTimestamp) or latest
+	// (LatestTimestamp) offset of one partition, or the offset for a
+	// timestamp. OFFSET_NOT_AVAILABLE, the answer of a new leader whose high
+	// watermark has not reached its epoch (KIP-207), passes through.
+	ListOffsets(partition metadata.TopicPartition, request replica.ListOffsetsRequest, done func(replica.ListOffsetsAnswer))
+	// OffsetsForLeaderEpoch answers where an epoch ended in the leader's
+	// log (KIP-101, KIP-279, KIP-320).
+	OffsetsForLeaderEpoch(partition metadata.TopicPartition, request replica.OffsetsForLeaderEpochRequest,
+		done func(replica.OffsetsForLeaderEpochAnswer))
+	// InitProducerID hands out a producer id and epoch for an idempotent
+	// producer (KIP-98), or bumps the epoch of the one given (KIP-360).
+	// Transactional ids never reach the Backend: the Handler refuses them.
+	InitProducerID(request InitProducerIDRequest, done func(InitProducerIDAnswer))
+	// CreateTopics creates (or with ValidateOnly only checks) the topics,
+	// and answers one error code per topic, in request order. Each request
+	// has its defaults filled in.
+	CreateTopics(request CreateTopicsRequest, done func([]int16))
+	// DeleteTopics deletes the named topics, and answers one error code per
+	// name, in request order.
+	DeleteTopics(names []string, timeoutTicks int64, done func([]int16))
+	// ElectLeaders runs a PREFERRED election for each partition (the only
+	// kind tide offers), answering as controller.ElectPreferred does.
+	ElectLeaders(partitions []metadata.TopicPartition, timeoutTicks int64, done func(controller.ElectLeadersResponse))
+}
+
+// Cluster is what the answering broker knows of its cluster.
+type Cluster struct {
+	ClusterID string
+	// BrokerID is the answering broker.
+	BrokerID metadata.BrokerID
+	// ControllerID is the active controller, or metadata.NoBroker when it
+	// is not known.
+	ControllerID metadata.BrokerID
+	// Brokers are the brokers clients may connect to, in ascending ID
+	// order. A replica on a broker not listed here is reported offline.
+	Brokers []Broker
+	Config  BrokerConfig
+}
+
+// Broker is one broker's client endpoint.
+type Broker struct {
+	ID   metadata.BrokerID
+	Host string
+	Port int32
+	// Rack is broker.rack, or empty for none.
+	Rack string
+}
+
+// BrokerConfig holds the broker settings DescribeConfigs reports (under
+// Kafka's names, given with each field) and CreateTopics takes defaults
+// from.
+type BrokerConfig struct {
+	// DefaultPartitions is num.partitions.
+	DefaultPartitions int
+	// DefaultReplicationFactor is default.replication.factor.
+	DefaultReplicationFactor int
+	// MinInsyncReplicas is min.insync.replicas, the default for new topics.
+	MinInsyncReplicas int
+	// UncleanLeaderElection is unclean.leader.election.enable.
+	UncleanLeaderElection bool
+	// SegmentBytes is log.segment.bytes (segment.bytes for a topic).
+	SegmentBytes int64
+	// RetentionBytes is log.retention.bytes (retention.bytes); -1 keeps
+	// everything.
+	RetentionBytes int64
+	// RetentionMs is log.retention.ms (retention.ms); -1 keeps everything.
+	RetentionMs int64
+	// MessageMaxBytes is message.max.bytes, the largest batch accepted.
+	MessageMaxBytes int64
+}
+
+// IsolationLevel is a fetch's or ListOffsets' isolation level. With no
+// transactions in tide, both read up to the high watermark: the last stable
+// offset equals the high watermark.
+type IsolationLevel int8
+
+// Kafka's isolation levels.
+const (
+	ReadUncommitted IsolationLevel = 0
+	ReadCommitted   IsolationLevel = 1
+)
+
+// FetchRequest is a whole fetch: the long-poll parameters and the
+// partitions, in request order.
+type FetchRequest struct {
+	// ReplicaID is the follower's broker id, or replica.ConsumerReplicaID.
+	ReplicaID metadata.BrokerID
+	// ReplicaEpoch is the follower's broker epoch (KIP-903, Fetch v15+),
+	// or metadata.NoBrokerEpoch at the versions served.
+	ReplicaEpoch metadata.BrokerEpoch
+	// MaxWaitTicks bounds how long the Backend may hold the fetch waiting
+	// for MinBytes.
+	MaxWaitTicks int64
+	// MinBytes is how many bytes of records the fetch waits for.
+	MinBytes int32
+	// MaxBytes bounds the whole response's records; like Kafka (KIP-74),
+	// the first batch is returned even when it is larger, so a consumer
+	// always makes progress.
+	MaxBytes       int32
+	IsolationLevel IsolationLevel
+	Partitions     []FetchPartition
+}
+
+// FetchPartition is one partition's part of a fetch. Its FetchRequest's ID
+// is its position in FetchRequest.Partitions, and ReplicaID and
+// ReplicaEpoch repeat the fetch's.
+type FetchPartition struct {
+	metadata.TopicPartition
+	replica.FetchRequest
+}
+
+// ProducerID identifies an idempotent producer (KIP-98).
+type ProducerID int64
+
+// ProducerEpoch is a producer id's epoch, bumped to fence an older
+// incarnation of the same producer.
+type ProducerEpoch int16
+
+// NoProducerID and NoProducerEpoch mean "none yet": a producer asking for a
+// fresh id sends them.
+const (
+	NoProducerID    ProducerID    = -1
+	NoProducerEpoch ProducerEpoch = -1
+)
+
+// InitProducerIDRequest asks for a producer id. A producer that has one and
+// hit an error it can recover from sends it, to have its epoch bumped
+// (KIP-360, InitProducerId v3+); otherwise both fields are "none".
+type InitProducerIDRequest struct {
+	ProducerID    ProducerID
+	ProducerEpoch ProducerEpoch
+}
+
+// InitProducerIDAnswer answers it.
+type InitProducerIDAnswer struct {
+	ErrorCode     int16
+	ProducerID    ProducerID
+	ProducerEpoch ProducerEpoch
+}
+
+// CreateTopicsRequest asks for topics, in request order, each with its
+// defaults filled in from BrokerConfig.
+type CreateTopicsRequest struct {
+	Topics       []controller.CreateTopicRequest
+	TimeoutTicks int64
+	// ValidateOnly asks for the checks and the answer without creating
+	// anything.
+	ValidateOnly bool
+}

@@ -1,0 +1,75 @@
+package wire_test
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/tidelog/tide/internal/controller"
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/replica"
+	"github.com/tidelog/tide/internal/wire"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// emptyBroker is a Backend with no topics, enough for ApiVersions and
+// Metadata.
+type emptyBroker struct{}
+
+func (emptyBroker) Cluster() wire.Cluster {
+	return wire.Cluster{ClusterID: "example", BrokerID: 1, ControllerID: 1,
+		Brokers: []wire.Broker{{ID: 1, Host: "127.0.0.1", Port: 9092}}}
+}
+func (emptyBroker) Topic(string) (metadata.Topic, bool) { return metadata.Topic{}, false }
+func (emptyBroker) TopicNames() []string                { return nil }
+func (emptyBroker) Produce(_ metadata.TopicPartition, r replica.ProduceRequest, done func(replica.ProduceAnswer)) {
+	done(replica.ProduceAnswer{ID: r.ID, ErrorCode: 3})
+}
+func (emptyBroker) Fetch(r wire.FetchRequest, done func([]replica.FetchResponse)) {
+	done(make([]replica.FetchResponse, len(r.Partitions)))
+}
+func (emptyBroker) ListOffsets(_ metadata.TopicPartition, r replica.ListOffsetsRequest, done func(replica.ListOffsetsAnswer)) {
+	done(replica.ListOffsetsAnswer{ID: r.ID, ErrorCode: 3})
+}
+func (emptyBroker) OffsetsForLeaderEpoch(_ metadata.TopicPartition, r replica.OffsetsForLeaderEpochRequest,
+	done func(replica.OffsetsForLeaderEpochAnswer)) {
+	done(replica.OffsetsForLeaderEpochAnswer{ID: r.ID, ErrorCode: 3})
+}
+func (emptyBroker) InitProducerID(_ wire.InitProducerIDRequest, done func(wire.InitProducerIDAnswer)) {
+	done(wire.InitProducerIDAnswer{ProducerID: 1})
+}
+func (emptyBroker) CreateTopics(r wire.CreateTopicsRequest, done func([]int16)) {
+	done(make([]int16, len(r.Topics)))
+}
+func (emptyBroker) DeleteTopics(names []string, _ int64, done func([]int16)) {
+	done(make([]int16, len(names)))
+}
+func (emptyBroker) ElectLeaders(_ []metadata.TopicPartition, _ int64, done func(controller.ElectLeadersResponse)) {
+	done(controller.ElectLeadersResponse{})
+}
+
+// A server reads a 4-byte size and that many bytes, hands them to Handle
+// on its node loop, and writes the response it gets back behind its own
+// 4-byte size; an error closes the connection.
+func ExampleHandler_Handle() {
+	h, err := wire.New(wire.DefaultConfig(), emptyBroker{})
+	if err != nil {
+		panic(err)
+	}
+	request := kmsg.NewPtrApiVersionsRequest()
+	request.Version = 3
+	request.ClientSoftwareName, request.ClientSoftwareVersion = "example", "1.0"
+	framed := kmsg.NewRequestFormatter().AppendRequest(nil, request, 42)
+	h.Handle(framed[4:], func(response []byte, err error) {
+		if err != nil {
+			fmt.Println("close the connection:", err)
+			return
+		}
+		decoded := kmsg.NewPtrApiVersionsResponse()
+		decoded.Version = 3
+		if err := decoded.ReadFrom(response[4:]); err != nil { // the header is the correlation id
+			panic(err)
+		}
+		fmt.Println("correlation id", binary.BigEndian.Uint32(response), "error", decoded.ErrorCode, "keys", len(decoded.ApiKeys))
+	})
+	// Output: correlation id 42 error 0 keys 12
+}
