@@ -124,3 +124,31 @@ func TestScenarioCommand(t *testing.T) {
 		t.Fatalf("an unknown scenario must be a usage error: %v", err)
 	}
 }
+
+// A properties file sets what the command line leaves unset, with Kafka's
+// names; the command line wins.
+func TestServePropertiesFile(t *testing.T) {
+	dir := t.TempDir()
+	properties := filepath.Join(dir, "server.properties")
+	text := "# a node\nnode.id=2\ncontroller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9094\nlog.dirs=" + dir +
+		"\nbroker.session.timeout.ms=4000\nbroker.heartbeat.interval.ms=250\n"
+	if err := os.WriteFile(properties, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	command := newServeCommand()
+	if err := command.Flags().Parse([]string{"--config", properties, "--id", "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyProperties(command.Flags(), properties); err != nil {
+		t.Fatal(err)
+	}
+	options := reread(command.Flags(), serveOptions{})
+	config, err := options.serverConfig(command)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if config.ID != 1 || len(config.Controllers) != 2 || config.DataDir != dir ||
+		config.SessionTimeout.Milliseconds() != 4000 || config.BrokerHeartbeat.Milliseconds() != 250 {
+		t.Fatalf("got %+v", config)
+	}
+}

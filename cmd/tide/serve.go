@@ -156,5 +156,7 @@ func reread(flags *pflag.FlagSet, o serveOptions) serveOptions {
 	o.dataDir, _ = flags.GetString("data-dir")
 	o.sessionTimeout, _ = flags.GetDuration("session-timeout")
 	o.brokerHeartbeat, _ = flags.GetDuration("heartbeat-interval")
+	o.electionTimeout, _ = flags.GetDuration("election-timeout")
+	o.logLevel, _ = flags.GetString("log-level")
 	return o
 }
