@@ -451,11 +451,6 @@ func (c *cluster) check() []string {
 	return slices.Compact(failures)
 }
 
-// verdict is check plus liveness: what a finished scenario reports.
-func (c *cluster) verdict() []string {
-	return slices.Compact(append(c.check(), c.liveness()...))
-}
-
 // liveness reports a partition whose elected leader is alive but does not
 // act as leader of the current epoch: no follower can make progress.
 func (c *cluster) liveness() []string {
