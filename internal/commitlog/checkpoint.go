@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"strconv"
 	"strings"
 
@@ -16,7 +15,7 @@ import (
 const (
 	epochCheckpointName   = "leader-epoch-checkpoint"
 	offsetsCheckpointName = "offsets-checkpoint"
-	temporarySuffix       = ".tmp"
+	temporarySuffix       = disk.TemporarySuffix
 	segmentSuffix         = ".log"
 	indexSuffix           = ".index"
 	maxCheckpointBytes    = 1 << 20
@@ -71,32 +70,6 @@ func unmarshalOffsetsCheckpoint(data []byte) (offsetsCheckpoint, error) {
 		*field.value = record.Offset(parsed)
 	}
 	return checkpoint, nil
-}
-
-// writeFileAtomically replaces dir/name with data so that after a crash the
-// file holds either its old or its new content, never a mix: write a
-// temporary file, sync it, rename it over the old one, sync the directory.
-func writeFileAtomically(fs disk.FS, dir, name string, data []byte) error {
-	temporary := path.Join(dir, name+temporarySuffix)
-	file, err := fs.Create(temporary)
-	if err != nil {
-		return err
-	}
-	if _, err := file.Write(data); err != nil {
-		file.Close()
-		return err
-	}
-	if err := file.Sync(); err != nil {
-		file.Close()
-		return err
-	}
-	if err := file.Close(); err != nil {
-		return err
-	}
-	if err := fs.Rename(temporary, path.Join(dir, name)); err != nil {
-		return err
-	}
-	return fs.SyncDir(dir)
 }
 
 // readSmallFile reads a whole checkpoint-sized file. A missing file returns

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/leaderepoch"
 	"github.com/tidelog/tide/internal/record"
 )
@@ -224,7 +225,7 @@ func (l *Log) assignEpochLocked(epoch record.LeaderEpoch, start record.Offset) e
 }
 
 func (l *Log) writeEpochCheckpointLocked() error {
-	if err := writeFileAtomically(l.cfg.FS, l.cfg.Dir, epochCheckpointName, l.epochs.MarshalCheckpoint()); err != nil {
+	if err := disk.WriteFileAtomically(l.cfg.FS, l.cfg.Dir, epochCheckpointName, l.epochs.MarshalCheckpoint()); err != nil {
 		return l.failLocked(fmt.Errorf("write epoch checkpoint: %w", err))
 	}
 	return nil
@@ -249,7 +250,7 @@ func (l *Log) writeOffsetsCheckpointLocked() error {
 		RecoveryPoint:  l.recoveryPoint,
 		LogStartOffset: l.logStartOffset,
 	}
-	if err := writeFileAtomically(l.cfg.FS, l.cfg.Dir, offsetsCheckpointName, checkpoint.marshal()); err != nil {
+	if err := disk.WriteFileAtomically(l.cfg.FS, l.cfg.Dir, offsetsCheckpointName, checkpoint.marshal()); err != nil {
 		return l.failLocked(fmt.Errorf("write offsets checkpoint: %w", err))
 	}
 	return nil

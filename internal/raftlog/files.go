@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"strconv"
 	"strings"
 
@@ -18,7 +17,7 @@ import (
 const (
 	hardStateName   = "hardstate"
 	snapshotName    = "snapshot"
-	temporarySuffix = ".tmp"
+	temporarySuffix = disk.TemporarySuffix
 	segmentSuffix   = ".log"
 	// segmentNameDigits zero-pads a segment's base index, so that names
 	// sort in index order.
@@ -36,33 +35,6 @@ func parseSegmentFileName(name string) (uint64, bool) {
 	}
 	base, err := strconv.ParseUint(digits, 10, 64)
 	return base, err == nil && base > 0
-}
-
-// writeFileAtomically replaces dir/name with data so that after a crash the
-// file holds either its old or its new content, never a mix: write a
-// temporary file, sync it, rename it over the old one, sync the directory.
-// Recovery removes a temporary file a crash left behind.
-func writeFileAtomically(fs disk.FS, dir, name string, data []byte) error {
-	temporary := path.Join(dir, name+temporarySuffix)
-	file, err := fs.Create(temporary)
-	if err != nil {
-		return err
-	}
-	if _, err := file.Write(data); err != nil {
-		file.Close()
-		return err
-	}
-	if err := file.Sync(); err != nil {
-		file.Close()
-		return err
-	}
-	if err := file.Close(); err != nil {
-		return err
-	}
-	if err := fs.Rename(temporary, path.Join(dir, name)); err != nil {
-		return err
-	}
-	return fs.SyncDir(dir)
 }
 
 // readFile reads a whole file of at most maxBytes. A missing file returns
@@ -120,7 +92,7 @@ func writeMessageFile(fs disk.FS, dir, name string, kind recordKind, message pro
 	if err != nil {
 		return err
 	}
-	return writeFileAtomically(fs, dir, name, appendFrame(nil, kind, payload))
+	return disk.WriteFileAtomically(fs, dir, name, appendFrame(nil, kind, payload))
 }
 
 // hardStateValues returns a comparable copy of a hard state.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tidelog/tide/internal/broker"
+	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/metadata"
 )
 
@@ -58,26 +59,7 @@ func (s *Server) newNode(epoch metadata.BrokerEpoch) *broker.Node {
 
 // writeEpoch replaces the epoch file durably.
 func (s *Server) writeEpoch(epoch metadata.BrokerEpoch) error {
-	name := path.Join(s.config.DataDir, epochFile)
-	f, err := s.fs.Create(name + ".tmp")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write([]byte(strconv.FormatInt(int64(epoch), 10) + "\n")); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := s.fs.Rename(name+".tmp", name); err != nil {
-		return err
-	}
-	return s.fs.SyncDir(s.config.DataDir)
+	return disk.WriteFileAtomically(s.fs, s.config.DataDir, epochFile, []byte(strconv.FormatInt(int64(epoch), 10)+"\n"))
 }
 
 // StatusBroker is one broker as a node's metadata has it.
