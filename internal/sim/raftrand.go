@@ -22,8 +22,9 @@ var raftRandom struct {
 
 type dispatchReader struct{}
 
-// Read serves the world inside a raft call, or the real source. It runs
-// only while raftRandom is held by withRaft, or outside any run.
+// Read serves the world inside a raft call, or the real source. In a
+// simulator process only raft reads crypto/rand, and only inside withRaft,
+// so current is read by the goroutine holding the lock.
 func (dispatchReader) Read(b []byte) (int, error) {
 	if raftRandom.current != nil {
 		return raftRandom.current.Read(b)
