@@ -38,18 +38,22 @@ func newSimCommand() *cobra.Command {
 	command := &cobra.Command{
 		Use:   "sim",
 		Short: "Run the deterministic simulator over seeded fault schedules",
-		Long: `Runs whole tide clusters (real broker code over in-memory disks) in one
-process with a virtual clock and network, through fault schedules drawn from
-seeds: crashes, power losses, pauses, network partitions, lost and delayed
-messages, slow disks, preferred elections, controlled shutdowns, zombies.
-After every step a checker tests that no acknowledged write is lost, no
-client sees the high watermark go back, replicas agree below it, one leader
-leads each epoch, no read is taken back, and the cluster recovers.
+		Long: `Runs whole tide clusters (real broker code and the real metadata quorum
+over in-memory disks) in one process with a virtual clock and network,
+through fault schedules drawn from seeds: crashes, power losses, pauses,
+network partitions, lost and delayed messages, slow disks, replaced data
+disks, preferred elections, controlled shutdowns, zombies, failover chains,
+and controller crashes, pauses and partitions. After every step a checker
+tests that no acknowledged write is lost or duplicated, no client sees the
+high watermark go back, replicas agree below it, one leader leads each
+epoch, one controller decides each term, no read is taken back, and the
+cluster recovers.
 
 Exits 0 when nothing broke and 1 when something did, printing the seed, the
-invariant, the trace and the command that reproduces it. The same seed gives
-the same run. --legacy switches a protocol rule off, to show the failure it
-prevents (rules: ` + ruleNames() + `).`,
+invariant, the trace and the command that reproduces it; --shrink then looks
+for a smaller run that fails the same way. The same seed gives the same run.
+--legacy switches a protocol rule off, to show the failure it prevents
+(rules: ` + ruleNames() + `).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSim(cmd, options)
