@@ -351,6 +351,8 @@ func (n *Node) HandleClient(request ClientRequest) {
 		p.replica.HandleFetch(*request.Fetch)
 	case request.ListOffsets != nil:
 		p.replica.HandleListOffsets(*request.ListOffsets)
+	case request.OffsetsForLeaderEpoch != nil:
+		p.replica.HandleOffsetsForLeaderEpoch(*request.OffsetsForLeaderEpoch)
 	}
 	n.processFor(request.Partition, p, destination{client: request.Client, isClient: true})
 }

@@ -181,3 +181,25 @@ func TestFollowerRebuildsProducerStateAfterTruncation(t *testing.T) {
 		t.Fatalf("after truncating to %d: producer state %v (usable %t), want producer 3000 ending at sequence 3", log.LogEndOffset(), state, ok)
 	}
 }
+
+// A consumer validating its position after a leader change (KIP-320) asks
+// the leader where an epoch ended, as a follower does; the answer goes back
+// to the client, not to a broker.
+func TestNodeAnswersClientOffsetsForLeaderEpoch(t *testing.T) {
+	node := newTestNode(t, 1)
+	if err := node.ApplyMetadata(metadataFor(1)); err != nil {
+		t.Fatal(err)
+	}
+	node.TakeOutbox()
+	node.HandleClient(ClientRequest{Client: 4, Partition: orders, OffsetsForLeaderEpoch: &replica.OffsetsForLeaderEpochRequest{
+		ID: 8, ReplicaID: replica.ConsumerReplicaID, CurrentLeaderEpoch: 0, LeaderEpoch: 0}})
+	outbox := node.TakeOutbox()
+	if len(outbox.Clients) != 1 || len(outbox.Peers) != 0 {
+		t.Fatalf("outbox: %+v", outbox)
+	}
+	answer := outbox.Clients[0]
+	if answer.Client != 4 || answer.OffsetsForLeaderEpoch == nil || answer.OffsetsForLeaderEpoch.ID != 8 ||
+		answer.OffsetsForLeaderEpoch.ErrorCode != 0 || answer.OffsetsForLeaderEpoch.LeaderEpoch != 0 || answer.OffsetsForLeaderEpoch.EndOffset != 0 {
+		t.Fatalf("answer: %+v %+v", answer, answer.OffsetsForLeaderEpoch)
+	}
+}
