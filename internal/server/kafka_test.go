@@ -1,0 +1,212 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tidelog/tide/internal/metadata"
+)
+
+// stop stops a node with SIGTERM (a controlled shutdown) and waits for it.
+func (c *processCluster) stop(id metadata.BrokerID) {
+	c.t.Helper()
+	cmd := c.processes[id]
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			c.t.Fatalf("node %d did not stop cleanly: %v", id, err)
+		}
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		c.t.Fatalf("node %d ignored SIGTERM", id)
+	}
+	delete(c.processes, id)
+	c.logs[id].Close()
+}
+
+// One `tide serve` process answers franz-go's real client: a topic created
+// with CreateTopics, 1000 records produced with acks=all and idempotence,
+// consumed back in order byte for byte; Metadata, ListOffsets and
+// OffsetForLeaderEpoch say what was written; after a SIGTERM and a restart
+// the records are all there again.
+func TestKafkaClientAgainstServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a tide process; skipped with -short")
+	}
+	c := newProcessCluster(t, 1)
+	c.waitFor("the broker registered and unfenced", 15*time.Second, []metadata.BrokerID{1}, allUnfenced(1))
+	seed := c.kafka[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	const topic = "orders"
+	admin, err := kgo.NewClient(kgo.SeedBrokers(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	createTopic(ctx, t, admin, topic)
+	sent := produceRecords(ctx, t, seed, topic, 1000)
+	checkMetadata(ctx, t, admin, topic, seed)
+	checkOffsets(ctx, t, admin, topic, 0, int64(len(sent)))
+	checkConsumed(t, sent, consumeRecords(ctx, t, seed, topic, len(sent)))
+
+	c.stop(1)
+	c.start(1)
+	c.waitFor("the restarted broker unfenced", 15*time.Second, []metadata.BrokerID{1}, allUnfenced(1))
+	restarted, err := kgo.NewClient(kgo.SeedBrokers(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restarted.Close()
+	checkOffsets(ctx, t, restarted, topic, 0, int64(len(sent)))
+	checkConsumed(t, sent, consumeRecords(ctx, t, seed, topic, len(sent)))
+}
+
+func createTopic(ctx context.Context, t *testing.T, client *kgo.Client, name string) {
+	t.Helper()
+	request := kmsg.NewPtrCreateTopicsRequest()
+	entry := kmsg.NewCreateTopicsRequestTopic()
+	entry.Topic, entry.NumPartitions, entry.ReplicationFactor = name, 1, 1
+	request.Topics = append(request.Topics, entry)
+	request.TimeoutMillis = 10000
+	response, err := request.RequestWith(ctx, client)
+	if err != nil {
+		t.Fatalf("CreateTopics: %v", err)
+	}
+	if code := response.Topics[0].ErrorCode; code != 0 {
+		t.Fatalf("CreateTopics: %v", kerr.ErrorForCode(code))
+	}
+}
+
+func produceRecords(ctx context.Context, t *testing.T, seed, topic string, count int) []*kgo.Record {
+	t.Helper()
+	producer, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	sent := make([]*kgo.Record, count)
+	for i := range sent {
+		sent[i] = &kgo.Record{Key: []byte("key-" + strconv.Itoa(i)), Value: bytes.Repeat([]byte{byte(i), byte(i >> 8)}, i%50),
+			Headers: []kgo.RecordHeader{{Key: "n", Value: []byte(strconv.Itoa(i))}}}
+	}
+	for i, result := range producer.ProduceSync(ctx, sent...) {
+		if result.Err != nil {
+			t.Fatalf("record %d: %v", i, result.Err)
+		}
+		if result.Record.Offset != int64(i) {
+			t.Fatalf("record %d at offset %d", i, result.Record.Offset)
+		}
+	}
+	return sent
+}
+
+func consumeRecords(ctx context.Context, t *testing.T, seed, topic string, want int) []*kgo.Record {
+	t.Helper()
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.FetchMaxWait(300*time.Millisecond),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	var received []*kgo.Record
+	for len(received) < want {
+		fetches := consumer.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records: %v", len(received), want, ctx.Err())
+		}
+		fetches.EachError(func(topic string, partition int32, err error) { t.Logf("fetch %s-%d: %v", topic, partition, err) })
+		received = append(received, fetches.Records()...)
+	}
+	return received
+}
+
+func checkConsumed(t *testing.T, sent, received []*kgo.Record) {
+	t.Helper()
+	if len(received) != len(sent) {
+		t.Fatalf("consumed %d records, produced %d", len(received), len(sent))
+	}
+	for i, r := range received {
+		want := sent[i]
+		if r.Offset != int64(i) || !bytes.Equal(r.Key, want.Key) || !bytes.Equal(r.Value, want.Value) ||
+			len(r.Headers) != 1 || r.Headers[0].Key != "n" || !bytes.Equal(r.Headers[0].Value, want.Headers[0].Value) {
+			t.Fatalf("record %d: offset %d key %q, want key %q", i, r.Offset, r.Key, want.Key)
+		}
+	}
+}
+
+func checkMetadata(ctx context.Context, t *testing.T, client *kgo.Client, topic, seed string) {
+	t.Helper()
+	request := kmsg.NewPtrMetadataRequest()
+	entry := kmsg.NewMetadataRequestTopic()
+	entry.Topic = kmsg.StringPtr(topic)
+	request.Topics = append(request.Topics, entry)
+	response, err := request.RequestWith(ctx, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(seed)
+	if len(response.Brokers) != 1 || response.Brokers[0].NodeID != 1 || response.Brokers[0].Host != host ||
+		fmt.Sprint(response.Brokers[0].Port) != port || response.ControllerID != 1 || response.ClusterID == nil {
+		t.Fatalf("metadata brokers %+v, controller %d, cluster %v", response.Brokers, response.ControllerID, response.ClusterID)
+	}
+	if len(response.Topics) != 1 || response.Topics[0].ErrorCode != 0 || len(response.Topics[0].Partitions) != 1 {
+		t.Fatalf("metadata topics %+v", response.Topics)
+	}
+	partition := response.Topics[0].Partitions[0]
+	if partition.ErrorCode != 0 || partition.Leader != 1 || len(partition.Replicas) != 1 || len(partition.ISR) != 1 {
+		t.Fatalf("metadata partition %+v", partition)
+	}
+}
+
+// checkOffsets asks for the earliest and latest offsets, and where the
+// partition's current leader epoch ends (the log end offset, KIP-101).
+func checkOffsets(ctx context.Context, t *testing.T, client *kgo.Client, topic string, start, end int64) {
+	t.Helper()
+	for timestamp, want := range map[int64]int64{-2: start, -1: end} {
+		request := kmsg.NewPtrListOffsetsRequest()
+		entry := kmsg.NewListOffsetsRequestTopic()
+		entry.Topic = topic
+		part := kmsg.NewListOffsetsRequestTopicPartition()
+		part.Timestamp = timestamp
+		entry.Partitions = append(entry.Partitions, part)
+		request.Topics = append(request.Topics, entry)
+		response, err := request.RequestWith(ctx, client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := response.Topics[0].Partitions[0]
+		if got.ErrorCode != 0 || got.Offset != want {
+			t.Fatalf("ListOffsets %d: offset %d, error %v; want %d", timestamp, got.Offset, kerr.ErrorForCode(got.ErrorCode), want)
+		}
+	}
+	request := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	request.ReplicaID = -1
+	entry := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	entry.Topic = topic
+	part := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	part.CurrentLeaderEpoch, part.LeaderEpoch = -1, 0
+	entry.Partitions = append(entry.Partitions, part)
+	request.Topics = append(request.Topics, entry)
+	response, err := request.RequestWith(ctx, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := response.Topics[0].Partitions[0]
+	if got.ErrorCode != 0 || got.EndOffset != end || got.LeaderEpoch != 0 {
+		t.Fatalf("OffsetForLeaderEpoch 0: end %d in epoch %d, error %v; want %d", got.EndOffset, got.LeaderEpoch, kerr.ErrorForCode(got.ErrorCode), end)
+	}
+}
