@@ -73,6 +73,72 @@ func TestKafkaClientAgainstServe(t *testing.T) {
 	defer restarted.Close()
 	checkOffsets(ctx, t, restarted, topic, 0, int64(len(sent)))
 	checkConsumed(t, sent, consumeRecords(ctx, t, seed, topic, len(sent)))
+	checkLongPoll(ctx, t, seed, topic, int64(len(sent)))
+	checkFollowerFetchRefused(ctx, t, restarted, topic)
+}
+
+// checkLongPoll parks a consumer's fetch at the log end (MaxWait 5 s) and
+// produces one record: the fetch must be woken by it, not by its MaxWait.
+func checkLongPoll(ctx context.Context, t *testing.T, seed, topic string, end int64) {
+	t.Helper()
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.FetchMaxWait(5*time.Second),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(end)}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	received := make(chan time.Time, 1)
+	go func() {
+		for ctx.Err() == nil {
+			if consumer.PollFetches(ctx).NumRecords() > 0 {
+				received <- time.Now()
+				return
+			}
+		}
+	}()
+	time.Sleep(700 * time.Millisecond) // the consumer's fetch is parked by now
+	produced := produceMore(ctx, t, seed, topic)
+	select {
+	case at := <-received:
+		if late := at.Sub(produced); late > time.Second {
+			t.Fatalf("the record reached a waiting consumer %s after it was acknowledged", late)
+		}
+	case <-ctx.Done():
+		t.Fatal("the waiting consumer never got the record")
+	}
+}
+
+func produceMore(ctx context.Context, t *testing.T, seed, topic string) time.Time {
+	t.Helper()
+	producer, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	if err := producer.ProduceSync(ctx, &kgo.Record{Value: []byte("wake up")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return time.Now()
+}
+
+// A client may not fetch as a follower: that would move the high watermark.
+func checkFollowerFetchRefused(ctx context.Context, t *testing.T, client *kgo.Client, topic string) {
+	t.Helper()
+	request := kmsg.NewPtrFetchRequest()
+	request.Version, request.ReplicaID, request.MaxBytes = 12, 1, 1<<20
+	entry := kmsg.NewFetchRequestTopic()
+	entry.Topic = topic
+	part := kmsg.NewFetchRequestTopicPartition()
+	part.PartitionMaxBytes = 1 << 20
+	entry.Partitions = append(entry.Partitions, part)
+	request.Topics = append(request.Topics, entry)
+	response, err := request.RequestWith(ctx, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := response.Topics[0].Partitions[0].ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("a follower fetch from a client: %v", kerr.ErrorForCode(code))
+	}
 }
 
 func createTopic(ctx context.Context, t *testing.T, client *kgo.Client, name string) {

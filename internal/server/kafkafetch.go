@@ -42,8 +42,26 @@ type partitionPosition struct {
 // per pass of the node loop, so a waiting fetch costs the replica one read
 // per change, not one per tick.
 func (b *kafkaBackend) Fetch(request wire.FetchRequest, done func([]replica.FetchResponse)) {
+	if request.ReplicaID != replica.ConsumerReplicaID {
+		done(refuseFollowerFetch(request))
+		return
+	}
 	fetch := &waitingFetch{request: request, done: done, deadline: b.now + request.MaxWaitTicks}
 	b.serveFetch(fetch)
+}
+
+// refuseFollowerFetch answers a fetch that names a replica id with
+// CLUSTER_AUTHORIZATION_FAILED for every partition, as Kafka answers a
+// client without the ClusterAction right. Replication does not run over the
+// Kafka listener yet, and a follower's fetch moves the high watermark and
+// the ISR: no client may stand in for a follower.
+func refuseFollowerFetch(request wire.FetchRequest) []replica.FetchResponse {
+	answers := make([]replica.FetchResponse, len(request.Partitions))
+	for i, partition := range request.Partitions {
+		answers[i] = replica.FetchResponse{ID: partition.ID, ErrorCode: kerr.ClusterAuthorizationFailed.Code,
+			HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1}
+	}
+	return answers
 }
 
 // serveFetch reads every partition of the fetch once.
