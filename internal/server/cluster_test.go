@@ -222,7 +222,8 @@ func brokerFenced(id metadata.BrokerID, fenced bool) func(Status) bool {
 // Three tide serve processes form a quorum; the active controller is
 // killed with kill -9 and another takes over within seconds; metadata
 // written before and after is on every node; the killed node restarts from
-// its data and catches up; a broker stopped with SIGSTOP for longer than
+// its data and catches up; Kafka clients reach a partition on each broker
+// through any of them; a broker stopped with SIGSTOP for longer than
 // its session is fenced, and unfenced when it resumes.
 func TestThreeServeProcesses(t *testing.T) {
 	if testing.Short() {
@@ -234,6 +235,7 @@ func TestThreeServeProcesses(t *testing.T) {
 	t.Logf("quorum formed and brokers unfenced in %s", formed.Round(time.Millisecond))
 	c.createTopic("before")
 	c.waitFor("topic before on every node", 10*time.Second, all, hasTopics("before"))
+	c.kafkaAcrossBrokers(t)
 
 	old := c.active()
 	if old == metadata.NoBroker {

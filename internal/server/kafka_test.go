@@ -57,7 +57,7 @@ func TestKafkaClientAgainstServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	createTopic(ctx, t, admin, topic)
+	createTopic(ctx, t, admin, topic, 1)
 	sent := produceRecords(ctx, t, seed, topic, 1000)
 	checkMetadata(ctx, t, admin, topic, seed)
 	checkOffsets(ctx, t, admin, topic, 0, int64(len(sent)))
@@ -141,11 +141,11 @@ func checkFollowerFetchRefused(ctx context.Context, t *testing.T, client *kgo.Cl
 	}
 }
 
-func createTopic(ctx context.Context, t *testing.T, client *kgo.Client, name string) {
+func createTopic(ctx context.Context, t *testing.T, client *kgo.Client, name string, partitions int32) {
 	t.Helper()
 	request := kmsg.NewPtrCreateTopicsRequest()
 	entry := kmsg.NewCreateTopicsRequestTopic()
-	entry.Topic, entry.NumPartitions, entry.ReplicationFactor = name, 1, 1
+	entry.Topic, entry.NumPartitions, entry.ReplicationFactor = name, partitions, 1
 	request.Topics = append(request.Topics, entry)
 	request.TimeoutMillis = 10000
 	response, err := request.RequestWith(ctx, client)
@@ -274,5 +274,42 @@ func checkOffsets(ctx context.Context, t *testing.T, client *kgo.Client, topic s
 	got := response.Topics[0].Partitions[0]
 	if got.ErrorCode != 0 || got.EndOffset != end || got.LeaderEpoch != 0 {
 		t.Fatalf("OffsetForLeaderEpoch 0: end %d in epoch %d, error %v; want %d", got.EndOffset, got.LeaderEpoch, kerr.ErrorForCode(got.ErrorCode), end)
+	}
+}
+
+// kafkaAcrossBrokers creates a topic with a partition on each of three
+// brokers (replication factor 1) through broker 1, and produces to and
+// consumes from every partition: the client finds each partition's leader
+// at the address --kafka-listeners gives Metadata.
+func (c *processCluster) kafkaAcrossBrokers(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const topic, count = "spread", 30
+	client, err := kgo.NewClient(kgo.SeedBrokers(c.kafka[1]), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.FetchMaxWait(300*time.Millisecond),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart(), 2: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	createTopic(ctx, t, client, topic, 3)
+	metadata, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, client)
+	if err != nil || len(metadata.Brokers) != 3 {
+		t.Fatalf("metadata lists brokers %+v (%v), want all three", metadata.Brokers, err)
+	}
+	var records []*kgo.Record
+	for i := range count {
+		records = append(records, &kgo.Record{Value: []byte(strconv.Itoa(i)), Partition: int32(i % 3)})
+	}
+	if err := client.ProduceSync(ctx, records...).FirstErr(); err != nil {
+		t.Fatalf("producing to three brokers: %v", err)
+	}
+	received := 0
+	for received < count && ctx.Err() == nil {
+		received += client.PollFetches(ctx).NumRecords()
+	}
+	if received != count {
+		t.Fatalf("consumed %d of %d records from three brokers", received, count)
 	}
 }
