@@ -17,8 +17,8 @@ type kafkaListener struct {
 	handler  *wire.Handler
 	backend  *kafkaBackend
 	limits   kafkaLimits
-	// conns are the open connections, closed when the node stops; the
-	// slice of the semaphore bounds them to KafkaMaxConnections.
+	// conns are the open connections, closed when the node stops; slots
+	// holds a token per connection, bounding them to KafkaMaxConnections.
 	mu    sync.Mutex
 	conns map[*kafkaConn]struct{}
 	slots chan struct{}
