@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"syscall"
@@ -75,6 +76,26 @@ func TestKafkaClientAgainstServe(t *testing.T) {
 	checkConsumed(t, sent, consumeRecords(ctx, t, seed, topic, len(sent)))
 	checkLongPoll(ctx, t, seed, topic, int64(len(sent)))
 	checkFollowerFetchRefused(ctx, t, restarted, topic)
+	checkUndecodableRequestCloses(t, seed)
+}
+
+// A request wire cannot decode (an API key it does not serve) gets no
+// answer: the server closes the connection, as Kafka does.
+func checkUndecodableRequestCloses(t *testing.T, seed string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", seed, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// size 10: api key 32000, version 0, correlation id 7, null client id
+	if _, err := c.Write([]byte{0, 0, 0, 10, 0x7d, 0x00, 0, 0, 0, 0, 0, 7, 0xff, 0xff}); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if got, err := io.ReadAll(c); err != nil || len(got) != 0 {
+		t.Fatalf("read %d bytes, %v; want the connection closed without an answer", len(got), err)
+	}
 }
 
 // checkLongPoll parks a consumer's fetch at the log end (MaxWait 5 s) and
