@@ -142,6 +142,9 @@ func (b *kafkaBackend) tickControllerCalls() {
 // whenVisible runs done once this broker's image satisfies visible, or at
 // expires, whichever is first.
 func (b *kafkaBackend) whenVisible(expires int64, visible func(*metadata.Image) bool, done func()) {
+	// The change is committed: fetch it now rather than at the next
+	// heartbeat, half a second away by default.
+	b.s.lifecycle.FetchMetadataSoon()
 	b.visible = append(b.visible, &visibleWait{expires: expires, visible: visible, done: done})
 }
 
