@@ -21,7 +21,10 @@ type kafkaListener struct {
 	// holds a token per connection, bounding them to KafkaMaxConnections.
 	mu    sync.Mutex
 	conns map[*kafkaConn]struct{}
-	slots chan struct{}
+	// closed is set once the node stopped: a connection accepted after
+	// closeKafka went through conns is closed at once.
+	closed bool
+	slots  chan struct{}
 }
 
 func (s *Server) openKafka() error {
@@ -69,6 +72,11 @@ func (s *Server) acceptKafka(ctx context.Context) {
 		}
 		cn := newKafkaConn(c, k.limits, s.postKafka, s.log)
 		k.mu.Lock()
+		if k.closed {
+			k.mu.Unlock()
+			c.Close()
+			return
+		}
 		k.conns[cn] = struct{}{}
 		k.mu.Unlock()
 		go func() {
@@ -96,6 +104,7 @@ func (s *Server) closeKafka() {
 	k.listener.Close()
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.closed = true
 	for cn := range k.conns {
 		cn.close()
 	}
