@@ -299,7 +299,8 @@ func checkOffsets(ctx context.Context, t *testing.T, client *kgo.Client, topic s
 }
 
 // kafkaAcrossBrokers creates a topic with a partition on each of three
-// brokers (replication factor 1) through broker 1, and produces to and
+// brokers (replication factor 1) through a broker that is not the active
+// controller (it forwards CreateTopics over its link), and produces to and
 // consumes from every partition: the client finds each partition's leader
 // at the address --kafka-listeners gives Metadata.
 func (c *processCluster) kafkaAcrossBrokers(t *testing.T) {
@@ -307,17 +308,30 @@ func (c *processCluster) kafkaAcrossBrokers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	const topic, count = "spread", 30
-	client, err := kgo.NewClient(kgo.SeedBrokers(c.kafka[1]), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+	seed := metadata.BrokerID(1)
+	if c.active() == seed {
+		seed = 2
+	}
+	client, err := kgo.NewClient(kgo.SeedBrokers(c.kafka[seed]), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.FetchMaxWait(300*time.Millisecond),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart(), 2: kgo.NewOffset().AtStart()}}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	createTopic(ctx, t, client, topic, 3)
-	metadata, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, client)
-	if err != nil || len(metadata.Brokers) != 3 {
-		t.Fatalf("metadata lists brokers %+v (%v), want all three", metadata.Brokers, err)
+	brokers, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, client)
+	if err != nil || len(brokers.Brokers) != 3 {
+		t.Fatalf("metadata lists brokers %+v (%v), want all three", brokers.Brokers, err)
+	}
+	// Straight to the seed: a client sends CreateTopics to the controller
+	// Metadata names, which would skip the forwarding.
+	create := kmsg.NewPtrCreateTopicsRequest()
+	entry := kmsg.NewCreateTopicsRequestTopic()
+	entry.Topic, entry.NumPartitions, entry.ReplicationFactor = topic, 3, 1
+	create.Topics, create.TimeoutMillis = append(create.Topics, entry), 10000
+	created, err := client.Broker(int(seed)).Request(ctx, create)
+	if err != nil || created.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics through broker %d: %v %+v", seed, err, created)
 	}
 	var records []*kgo.Record
 	for i := range count {
