@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -120,4 +121,36 @@ func topicNames(ctx context.Context, t *testing.T, client *kgo.Client) []string 
 		names = append(names, *topic.Topic)
 	}
 	return names
+}
+
+// Producers at acks=0 and acks=1 (no idempotence) are served too: acks=0
+// gets no response, and its records are in the log all the same.
+func TestKafkaAcksNoneAndLeader(t *testing.T) {
+	seed := startInProcess(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	createTopic(ctx, t, admin, "loose", 1)
+	var sent []*kgo.Record
+	for _, acks := range []kgo.Acks{kgo.NoAck(), kgo.LeaderAck()} {
+		producer, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.DefaultProduceTopic("loose"), kgo.RequiredAcks(acks), kgo.DisableIdempotentWrite())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var batch []*kgo.Record
+		for i := range 20 {
+			batch = append(batch, &kgo.Record{Key: []byte(fmt.Sprintf("%d-%d", len(sent), i)), Value: []byte{byte(i)},
+				Headers: []kgo.RecordHeader{{Key: "n", Value: []byte{byte(i)}}}})
+		}
+		if err := producer.ProduceSync(ctx, batch...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		producer.Close()
+		sent = append(sent, batch...)
+	}
+	checkConsumed(t, sent, consumeRecords(ctx, t, seed, "loose", len(sent)))
 }

@@ -136,23 +136,33 @@ func (b *kafkaBackend) TopicNames() []string {
 // issue hands one partition request to the node under a fresh client id;
 // answer gets the node's answer, or one with REQUEST_TIMED_OUT if none came
 // within timeoutTicks and the grace. Without a node (not registered yet)
-// the answer is LEADER_NOT_AVAILABLE, which clients retry.
-func (b *kafkaBackend) issue(request broker.ClientRequest, timeoutTicks int64, answer func(broker.ClientAnswer)) {
+// the answer is LEADER_NOT_AVAILABLE, which clients retry. It returns the
+// client id given, or 0 when the request was answered without the node.
+func (b *kafkaBackend) issue(request broker.ClientRequest, timeoutTicks int64, answer func(broker.ClientAnswer)) broker.ClientID {
 	node := b.node()
 	if node == nil {
 		answer(broker.ClientAnswer{Partition: request.Partition, ErrorCode: kerr.LeaderNotAvailable.Code})
-		return
+		return 0
 	}
 	b.nextClient++
 	request.Client = b.nextClient
 	b.pending[request.Client] = pendingClient{answer: answer, expires: b.now + max(timeoutTicks, 0) + pendingGraceTicks}
 	node.HandleClient(request)
+	return request.Client
 }
 
 // Produce hands the batches to the partition's replica; an acks=all answer
 // comes when the high watermark passes them.
 func (b *kafkaBackend) Produce(partition metadata.TopicPartition, request replica.ProduceRequest, done func(replica.ProduceAnswer)) {
 	id := request.ID
+	if request.Acks == replica.AcksNone {
+		// No response goes out, and a success gets no answer from the
+		// replica: nothing is kept waiting for one.
+		client := b.issue(broker.ClientRequest{Partition: partition, Produce: &request}, 0, func(broker.ClientAnswer) {})
+		delete(b.pending, client) // an error answer, if any, is dropped
+		done(replica.ProduceAnswer{ID: id, BaseOffset: -1, LogStartOffset: -1})
+		return
+	}
 	b.issue(broker.ClientRequest{Partition: partition, Produce: &request}, request.TimeoutTicks, func(answer broker.ClientAnswer) {
 		if answer.Produce == nil {
 			done(replica.ProduceAnswer{ID: id, ErrorCode: answer.ErrorCode, BaseOffset: -1, LogStartOffset: -1})
