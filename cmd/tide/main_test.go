@@ -131,7 +131,7 @@ func TestServePropertiesFile(t *testing.T) {
 	dir := t.TempDir()
 	properties := filepath.Join(dir, "server.properties")
 	text := "# a node\nnode.id=2\ncontroller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9094\nlog.dirs=" + dir +
-		"\nbroker.session.timeout.ms=4000\nbroker.heartbeat.interval.ms=250\n"
+		"\nbroker.session.timeout.ms=4000\nbroker.heartbeat.interval.ms=250\ntide.kafka.listeners=1@127.0.0.1:9092,2@127.0.0.1:9192\n"
 	if err := os.WriteFile(properties, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestServePropertiesFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if config.ID != 1 || len(config.Controllers) != 2 || config.DataDir != dir ||
-		config.SessionTimeout.Milliseconds() != 4000 || config.BrokerHeartbeat.Milliseconds() != 250 {
+		config.SessionTimeout.Milliseconds() != 4000 || config.BrokerHeartbeat.Milliseconds() != 250 || len(config.KafkaListeners) != 2 {
 		t.Fatalf("got %+v", config)
 	}
 }

@@ -24,6 +24,8 @@ type serveOptions struct {
 	id              int
 	controllers     string
 	listen          string
+	kafkaListen     string
+	kafkaListeners  string
 	dataDir         string
 	sessionTimeout  time.Duration
 	brokerHeartbeat time.Duration
@@ -41,17 +43,27 @@ controller of the metadata quorum when the node is one of the voters
 (Kafka's combined mode). The voters run raft (etcd/raft) over their
 controller listeners; a single voter is a one-node quorum.
 
-  tide serve --id 1 --controllers 1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095 --data-dir /var/lib/tide/1
+  tide serve --id 1 --controllers 1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095 \
+    --kafka-listeners 1@127.0.0.1:9092,2@127.0.0.1:9192,3@127.0.0.1:9292 --data-dir /var/lib/tide/1
+
+Kafka clients connect to --kafka-listen (required, unless this node's entry
+in --kafka-listeners gives it). Metadata tells clients where the other
+brokers are from --kafka-listeners; a broker not listed there is left out
+of Metadata. A single node needs only --kafka-listen:
+
+  tide serve --id 1 --controllers 1@127.0.0.1:9093 --kafka-listen 127.0.0.1:9092 --data-dir /tmp/tide
 
 Flags may also come from a properties file (--config FILE), with Kafka's
 names where there is one: node.id, controller.quorum.voters, listeners
 (the controller listener's host:port), log.dirs, broker.session.timeout.ms,
-broker.heartbeat.interval.ms. A flag given on the command line wins.
+broker.heartbeat.interval.ms; and tide.kafka.listen, tide.kafka.listeners.
+A flag given on the command line wins.
 
 SIGTERM or SIGINT performs a controlled shutdown: the controller moves
 this broker's leaderships away and fences it, then the process exits.
-The Kafka protocol listener and replication between brokers come next
-(see the README's status table).`,
+Replication between brokers comes next: for now a topic's partitions are
+served only with replication factor 1 (see the README's status table and
+docs/compatibility.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd, options)
@@ -62,6 +74,8 @@ The Kafka protocol listener and replication between brokers come next
 	flags.IntVar(&options.id, "id", 0, "this node's id (node.id), at least 1")
 	flags.StringVar(&options.controllers, "controllers", "", "the voters, id@host:port,... (controller.quorum.voters)")
 	flags.StringVar(&options.listen, "listen", "", "the controller listener's host:port (default: this node's entry in --controllers)")
+	flags.StringVar(&options.kafkaListen, "kafka-listen", "", "the Kafka listener's host:port, where clients connect (default: this node's entry in --kafka-listeners)")
+	flags.StringVar(&options.kafkaListeners, "kafka-listeners", "", "every broker's Kafka address as clients reach it, id@host:port,... (default: just this node's)")
 	flags.StringVar(&options.dataDir, "data-dir", "", "where the metadata and partition logs live (log.dirs)")
 	flags.DurationVar(&options.sessionTimeout, "session-timeout", 9*time.Second, "a broker silent for longer is fenced (broker.session.timeout.ms)")
 	flags.DurationVar(&options.brokerHeartbeat, "heartbeat-interval", 500*time.Millisecond, "how often a broker heartbeats (broker.heartbeat.interval.ms)")
@@ -103,8 +117,15 @@ func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
 	if err != nil {
 		return server.Config{}, fmt.Errorf("--controllers: %w", err)
 	}
+	var kafkaListeners map[metadata.BrokerID]string
+	if o.kafkaListeners != "" {
+		if kafkaListeners, err = server.ParseKafkaListeners(o.kafkaListeners); err != nil {
+			return server.Config{}, fmt.Errorf("--kafka-listeners: %w", err)
+		}
+	}
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	config := server.Config{ID: metadata.BrokerID(o.id), Controllers: controllers, Listen: o.listen, DataDir: o.dataDir,
+		KafkaListen: o.kafkaListen, KafkaListeners: kafkaListeners,
 		SessionTimeout: o.sessionTimeout, BrokerHeartbeat: o.brokerHeartbeat, ElectionTimeout: o.electionTimeout, Logger: logger}
 	return config, config.Validate()
 }
@@ -114,6 +135,9 @@ func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
 var propertyFlags = map[string]string{
 	"node.id": "id", "controller.quorum.voters": "controllers", "listeners": "listen", "log.dirs": "data-dir",
 	"broker.session.timeout.ms": "session-timeout", "broker.heartbeat.interval.ms": "heartbeat-interval",
+	// Kafka's listeners name both the client and the controller listeners;
+	// tide keeps the Kafka listener apart under its own keys for now.
+	"tide.kafka.listen": "kafka-listen", "tide.kafka.listeners": "kafka-listeners",
 }
 
 // applyProperties sets the flags not given on the command line from a
@@ -134,7 +158,7 @@ func applyProperties(flags *pflag.FlagSet, name string) error {
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 		flag, known := propertyFlags[key]
 		if !ok || !known {
-			return fmt.Errorf("%s:%d: unknown setting %q (known: node.id, controller.quorum.voters, listeners, log.dirs, broker.session.timeout.ms, broker.heartbeat.interval.ms)", name, number, key)
+			return fmt.Errorf("%s:%d: unknown setting %q (known: node.id, controller.quorum.voters, listeners, log.dirs, broker.session.timeout.ms, broker.heartbeat.interval.ms, tide.kafka.listen, tide.kafka.listeners)", name, number, key)
 		}
 		if flags.Changed(flag) {
 			continue
@@ -153,6 +177,8 @@ func reread(flags *pflag.FlagSet, o serveOptions) serveOptions {
 	o.id, _ = flags.GetInt("id")
 	o.controllers, _ = flags.GetString("controllers")
 	o.listen, _ = flags.GetString("listen")
+	o.kafkaListen, _ = flags.GetString("kafka-listen")
+	o.kafkaListeners, _ = flags.GetString("kafka-listeners")
 	o.dataDir, _ = flags.GetString("data-dir")
 	o.sessionTimeout, _ = flags.GetDuration("session-timeout")
 	o.brokerHeartbeat, _ = flags.GetDuration("heartbeat-interval")

@@ -94,6 +94,14 @@ func (l *Lifecycle) Epoch() metadata.BrokerEpoch { return l.epoch }
 // Controller is where requests go now.
 func (l *Lifecycle) Controller() metadata.BrokerID { return l.target }
 
+// FetchMetadataSoon makes the next tick heartbeat, and so fetch the
+// metadata that follows, without waiting for the interval: the environment
+// calls it when it knows the controller committed something this broker
+// should see at once (a topic a client just created and will produce to).
+func (l *Lifecycle) FetchMetadataSoon() {
+	l.lastHeartbeat = min(l.lastHeartbeat, l.now-l.config.HeartbeatTicks)
+}
+
 // BeginShutdown asks for a controlled shutdown: heartbeats ask for it
 // until the controller has moved leadership away and fenced this
 // incarnation (KAFKA-3670).

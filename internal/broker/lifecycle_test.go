@@ -128,3 +128,46 @@ func TestLifecycleFollowsTheActiveController(t *testing.T) {
 		t.Fatalf("an unanswered request should move on to the next voter: %+v", sent)
 	}
 }
+
+// FetchMetadataSoon makes the next tick heartbeat (and so fetch metadata)
+// without waiting out the interval, but never with one already in flight.
+func TestLifecycleFetchMetadataSoon(t *testing.T) {
+	lifecycle, err := NewLifecycle(LifecycleConfig{ID: 1, Incarnation: "b1-1", PreviousEpoch: metadata.NoBrokerEpoch,
+		Voters: []metadata.BrokerID{1}, HeartbeatTicks: 100, RequestTimeoutTicks: 1000, MaxEntries: 100,
+		NewNode: func(epoch metadata.BrokerEpoch) *Node {
+			return New(Config{ID: 1, FS: disk.NewMem(), Dir: "data", FlushAlways: true, SegmentBytes: 1 << 20, MaxBatchBytes: 1 << 16,
+				ReplicaLagTicks: 100, FetchRetryTicks: 10, ProposalRetryTicks: 10, MaxPendingProduces: 100}, epoch)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answerOne := func(kind string, answer quorum.Answer) {
+		t.Helper()
+		requests := lifecycle.TakeRequests()
+		if len(requests) != 1 {
+			t.Fatalf("%s: %d requests, want 1", kind, len(requests))
+		}
+		answer.ID, answer.To = requests[0].Request.ID, 1
+		if err := lifecycle.HandleAnswer(answer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lifecycle.Tick()
+	answerOne("register", quorum.Answer{Register: &quorum.RegisterAnswer{Epoch: 3}})
+	lifecycle.Tick()
+	answerOne("first heartbeat", quorum.Answer{Heartbeat: &quorum.HeartbeatAnswer{}})
+	lifecycle.Tick()
+	if requests := lifecycle.TakeRequests(); len(requests) != 0 {
+		t.Fatalf("a heartbeat before the interval: %v", requests)
+	}
+	lifecycle.FetchMetadataSoon()
+	lifecycle.Tick()
+	if requests := lifecycle.TakeRequests(); len(requests) != 1 || requests[0].Request.Heartbeat == nil {
+		t.Fatalf("after FetchMetadataSoon: %v, want a heartbeat", requests)
+	}
+	lifecycle.FetchMetadataSoon() // with that heartbeat still in flight
+	lifecycle.Tick()
+	if requests := lifecycle.TakeRequests(); len(requests) != 0 {
+		t.Fatalf("a second heartbeat with one in flight: %v", requests)
+	}
+}

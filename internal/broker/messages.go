@@ -10,15 +10,18 @@ type ClientID uint64
 
 // ClientRequest is one partition's part of a client request, or an
 // InitProducerId, which names no partition. Exactly one of Produce, Fetch,
-// ListOffsets and InitProducerID is set; their IDs are chosen by the caller
-// and come back in the answer.
+// ListOffsets, OffsetsForLeaderEpoch and InitProducerID is set; their IDs
+// are chosen by the caller and come back in the answer.
 type ClientRequest struct {
-	Client         ClientID
-	Partition      metadata.TopicPartition
-	Produce        *replica.ProduceRequest
-	Fetch          *replica.FetchRequest
-	ListOffsets    *replica.ListOffsetsRequest
-	InitProducerID *InitProducerIDRequest
+	Client      ClientID
+	Partition   metadata.TopicPartition
+	Produce     *replica.ProduceRequest
+	Fetch       *replica.FetchRequest
+	ListOffsets *replica.ListOffsetsRequest
+	// OffsetsForLeaderEpoch is a consumer validating its position after a
+	// leader change (KIP-320), the same question a follower asks as a peer.
+	OffsetsForLeaderEpoch *replica.OffsetsForLeaderEpochRequest
+	InitProducerID        *InitProducerIDRequest
 }
 
 // ClientAnswer answers a ClientRequest. A fetch answer carries its records.
@@ -27,10 +30,11 @@ type ClientAnswer struct {
 	Partition metadata.TopicPartition
 	// ErrorCode is set, and every other field empty, when the broker has
 	// no replica of the partition (UNKNOWN_TOPIC_OR_PARTITION).
-	ErrorCode   int16
-	Produce     *replica.ProduceAnswer
-	Fetch       *replica.FetchResponse
-	ListOffsets *replica.ListOffsetsAnswer
+	ErrorCode             int16
+	Produce               *replica.ProduceAnswer
+	Fetch                 *replica.FetchResponse
+	ListOffsets           *replica.ListOffsetsAnswer
+	OffsetsForLeaderEpoch *replica.OffsetsForLeaderEpochAnswer
 	// InitProducerID answers an InitProducerId; Partition is empty.
 	InitProducerID *InitProducerIDAnswer
 }

@@ -344,13 +344,21 @@ func (n *Node) HandleClient(request ClientRequest) {
 	case request.Produce != nil:
 		n.nextRequestID++
 		produce := *request.Produce
-		n.producers[producerKey{request.Partition, n.nextRequestID}] = pendingProducer{client: request.Client, id: produce.ID}
+		key := producerKey{request.Partition, n.nextRequestID}
+		n.producers[key] = pendingProducer{client: request.Client, id: produce.ID}
 		produce.ID = n.nextRequestID
 		p.replica.HandleProduce(produce)
+		if produce.Acks == replica.AcksNone {
+			// An acks=0 produce is answered at once or never (a success
+			// gets no answer): what is still remembered would stay forever.
+			defer delete(n.producers, key)
+		}
 	case request.Fetch != nil:
 		p.replica.HandleFetch(*request.Fetch)
 	case request.ListOffsets != nil:
 		p.replica.HandleListOffsets(*request.ListOffsets)
+	case request.OffsetsForLeaderEpoch != nil:
+		p.replica.HandleOffsetsForLeaderEpoch(*request.OffsetsForLeaderEpoch)
 	}
 	n.processFor(request.Partition, p, destination{client: request.Client, isClient: true})
 }

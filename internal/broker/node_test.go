@@ -181,3 +181,51 @@ func TestFollowerRebuildsProducerStateAfterTruncation(t *testing.T) {
 		t.Fatalf("after truncating to %d: producer state %v (usable %t), want producer 3000 ending at sequence 3", log.LogEndOffset(), state, ok)
 	}
 }
+
+// A consumer validating its position after a leader change (KIP-320) asks
+// the leader where an epoch ended, as a follower does; the answer goes back
+// to the client, not to a broker.
+func TestNodeAnswersClientOffsetsForLeaderEpoch(t *testing.T) {
+	node := newTestNode(t, 1)
+	if err := node.ApplyMetadata(metadataFor(1)); err != nil {
+		t.Fatal(err)
+	}
+	node.TakeOutbox()
+	node.HandleClient(ClientRequest{Client: 4, Partition: orders, OffsetsForLeaderEpoch: &replica.OffsetsForLeaderEpochRequest{
+		ID: 8, ReplicaID: replica.ConsumerReplicaID, CurrentLeaderEpoch: 0, LeaderEpoch: 0}})
+	outbox := node.TakeOutbox()
+	if len(outbox.Clients) != 1 || len(outbox.Peers) != 0 {
+		t.Fatalf("outbox: %+v", outbox)
+	}
+	answer := outbox.Clients[0]
+	if answer.Client != 4 || answer.OffsetsForLeaderEpoch == nil || answer.OffsetsForLeaderEpoch.ID != 8 ||
+		answer.OffsetsForLeaderEpoch.ErrorCode != 0 || answer.OffsetsForLeaderEpoch.LeaderEpoch != 0 || answer.OffsetsForLeaderEpoch.EndOffset != 0 {
+		t.Fatalf("answer: %+v %+v", answer, answer.OffsetsForLeaderEpoch)
+	}
+}
+
+// An acks=0 produce gets no answer when it succeeds, so the node must not
+// keep remembering who sent it: a producer at acks=0 would grow the node
+// without bound.
+func TestNodeForgetsAcksNoneProducers(t *testing.T) {
+	node := newTestNode(t, 1)
+	if err := node.ApplyMetadata(metadataFor(1)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		batch := record.Build(record.BuildOptions{Records: []record.Record{{Value: []byte("a")}}})
+		node.HandleClient(ClientRequest{Client: 9, Partition: orders, Produce: &replica.ProduceRequest{ID: uint64(i), Batches: batch, Acks: replica.AcksNone, TimeoutTicks: 100}})
+	}
+	if _, log, _ := node.Replica(orders); log.LogEndOffset() != 3 {
+		t.Fatalf("log end %d after three acks=0 produces", log.LogEndOffset())
+	}
+	if len(node.producers) != 0 {
+		t.Fatalf("the node still remembers %d acks=0 producers", len(node.producers))
+	}
+	// One refused (no such partition here) is answered at once.
+	node.HandleClient(ClientRequest{Client: 9, Partition: metadata.TopicPartition{Topic: "orders", Partition: 5},
+		Produce: &replica.ProduceRequest{ID: 7, Acks: replica.AcksNone}})
+	if outbox := node.TakeOutbox(); len(outbox.Clients) != 1 || outbox.Clients[0].ErrorCode == 0 {
+		t.Fatalf("a refused acks=0 produce: %+v", outbox.Clients)
+	}
+}

@@ -127,7 +127,8 @@ func (n *Node) route(tp metadata.TopicPartition, p *partition, answer replica.An
 		produced.ID = producer.id
 		n.outbox.Clients = append(n.outbox.Clients, ClientAnswer{Client: producer.client, Partition: tp, Produce: &produced})
 	case to.isClient:
-		n.outbox.Clients = append(n.outbox.Clients, ClientAnswer{Client: to.client, Partition: tp, Fetch: answer.Fetch, ListOffsets: answer.ListOffsets})
+		n.outbox.Clients = append(n.outbox.Clients, ClientAnswer{Client: to.client, Partition: tp, Fetch: answer.Fetch, ListOffsets: answer.ListOffsets,
+			OffsetsForLeaderEpoch: answer.OffsetsForLeaderEpoch})
 	case to.broker != metadata.NoBroker:
 		n.outbox.Peers = append(n.outbox.Peers, Outbound{To: to.broker, Message: PeerMessage{
 			Partition: tp, FetchResponse: answer.Fetch, OffsetsForLeaderEpochAnswer: answer.OffsetsForLeaderEpoch,

@@ -24,9 +24,13 @@ type processCluster struct {
 	binary      string
 	controllers map[metadata.BrokerID]string
 	voters      string
-	dirs        map[metadata.BrokerID]string
-	processes   map[metadata.BrokerID]*exec.Cmd
-	logs        map[metadata.BrokerID]*os.File
+	// kafka are the brokers' Kafka listeners, and kafkaListeners the flag
+	// that tells every broker of all of them.
+	kafka          map[metadata.BrokerID]string
+	kafkaListeners string
+	dirs           map[metadata.BrokerID]string
+	processes      map[metadata.BrokerID]*exec.Cmd
+	logs           map[metadata.BrokerID]*os.File
 }
 
 // buildTide builds the tide binary once for the test.
@@ -51,15 +55,16 @@ func freePort(t *testing.T) string {
 }
 
 func newProcessCluster(t *testing.T, size int) *processCluster {
-	c := &processCluster{t: t, binary: buildTide(t), controllers: map[metadata.BrokerID]string{},
+	c := &processCluster{t: t, binary: buildTide(t), controllers: map[metadata.BrokerID]string{}, kafka: map[metadata.BrokerID]string{},
 		dirs: map[metadata.BrokerID]string{}, processes: map[metadata.BrokerID]*exec.Cmd{}, logs: map[metadata.BrokerID]*os.File{}}
-	var voters []string
+	var voters, listeners []string
 	for id := metadata.BrokerID(1); int(id) <= size; id++ {
-		c.controllers[id] = freePort(t)
+		c.controllers[id], c.kafka[id] = freePort(t), freePort(t)
+		listeners = append(listeners, fmt.Sprintf("%d@%s", id, c.kafka[id]))
 		c.dirs[id] = filepath.Join(t.TempDir(), fmt.Sprintf("node-%d", id))
 		voters = append(voters, fmt.Sprintf("%d@%s", id, c.controllers[id]))
 	}
-	c.voters = strings.Join(voters, ",")
+	c.voters, c.kafkaListeners = strings.Join(voters, ","), strings.Join(listeners, ",")
 	t.Cleanup(c.stopAll)
 	for id := range c.controllers {
 		c.start(id)
@@ -73,6 +78,7 @@ func (c *processCluster) start(id metadata.BrokerID) {
 		c.t.Fatal(err)
 	}
 	cmd := exec.Command(c.binary, "serve", "--id", fmt.Sprint(id), "--controllers", c.voters, "--data-dir", c.dirs[id],
+		"--kafka-listeners", c.kafkaListeners,
 		"--session-timeout", "2s", "--heartbeat-interval", "200ms", "--election-timeout", "1s")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -216,7 +222,8 @@ func brokerFenced(id metadata.BrokerID, fenced bool) func(Status) bool {
 // Three tide serve processes form a quorum; the active controller is
 // killed with kill -9 and another takes over within seconds; metadata
 // written before and after is on every node; the killed node restarts from
-// its data and catches up; a broker stopped with SIGSTOP for longer than
+// its data and catches up; Kafka clients reach a partition on each broker
+// through any of them; a broker stopped with SIGSTOP for longer than
 // its session is fenced, and unfenced when it resumes.
 func TestThreeServeProcesses(t *testing.T) {
 	if testing.Short() {
@@ -228,6 +235,7 @@ func TestThreeServeProcesses(t *testing.T) {
 	t.Logf("quorum formed and brokers unfenced in %s", formed.Round(time.Millisecond))
 	c.createTopic("before")
 	c.waitFor("topic before on every node", 10*time.Second, all, hasTopics("before"))
+	c.kafkaAcrossBrokers(t)
 
 	old := c.active()
 	if old == metadata.NoBroker {

@@ -38,6 +38,26 @@ type Config struct {
 	BrokerHeartbeat time.Duration
 	// ShutdownTimeout bounds a controlled shutdown.
 	ShutdownTimeout time.Duration
+	// KafkaListen is the address of the Kafka listener, where clients
+	// connect; by default this node's entry in KafkaListeners. One of the
+	// two is required: a broker clients cannot reach serves nothing.
+	KafkaListen string
+	// KafkaListeners are the brokers' Kafka addresses as clients reach
+	// them, id to host:port, for Metadata: clients connect to the leader
+	// of each partition at the address Metadata gives. A broker missing
+	// here is left out of Metadata and its replicas reported offline. This
+	// node's entry, if any, is what it advertises; without one it
+	// advertises the address its Kafka listener bound. (Kafka carries the
+	// endpoints in BrokerRegistration's listeners; tide's registration
+	// will too.)
+	KafkaListeners map[metadata.BrokerID]string
+	// KafkaIdleTimeout closes a Kafka connection that sends no request for
+	// that long (connections.max.idle.ms); KafkaMaxInFlight bounds the
+	// requests one connection has read and not yet been answered, and
+	// KafkaMaxConnections the connections open at once (max.connections).
+	KafkaIdleTimeout    time.Duration
+	KafkaMaxInFlight    int
+	KafkaMaxConnections int
 	// MaxFrameBytes bounds one frame on the controller listener; QueueLength
 	// bounds each connection's send queue.
 	MaxFrameBytes int
@@ -48,19 +68,29 @@ type Config struct {
 // ParseControllers parses Kafka's controller.quorum.voters form:
 // "1@host:port,2@host:port,3@host:port".
 func ParseControllers(text string) (map[metadata.BrokerID]string, error) {
-	voters := map[metadata.BrokerID]string{}
+	return parseAddresses(text, "controller")
+}
+
+// ParseKafkaListeners parses the brokers' Kafka addresses in the same form:
+// "1@host:9092,2@host:9192".
+func ParseKafkaListeners(text string) (map[metadata.BrokerID]string, error) {
+	return parseAddresses(text, "kafka listener")
+}
+
+func parseAddresses(text, what string) (map[metadata.BrokerID]string, error) {
+	addresses := map[metadata.BrokerID]string{}
 	for _, item := range strings.Split(text, ",") {
 		idText, address, ok := strings.Cut(strings.TrimSpace(item), "@")
 		id, err := strconv.Atoi(idText)
 		if !ok || err != nil || id < 1 || address == "" || !strings.Contains(address, ":") {
-			return nil, fmt.Errorf("controller %q: want id@host:port with id >= 1", item)
+			return nil, fmt.Errorf("%s %q: want id@host:port with id >= 1", what, item)
 		}
-		if _, twice := voters[metadata.BrokerID(id)]; twice {
-			return nil, fmt.Errorf("controller %d listed twice", id)
+		if _, twice := addresses[metadata.BrokerID(id)]; twice {
+			return nil, fmt.Errorf("%s %d listed twice", what, id)
 		}
-		voters[metadata.BrokerID(id)] = address
+		addresses[metadata.BrokerID(id)] = address
 	}
-	return voters, nil
+	return addresses, nil
 }
 
 func (c Config) withDefaults() Config {
@@ -85,6 +115,18 @@ func (c Config) withDefaults() Config {
 	if c.Listen == "" {
 		c.Listen = c.Controllers[c.ID]
 	}
+	if c.KafkaListen == "" {
+		c.KafkaListen = c.KafkaListeners[c.ID]
+	}
+	if c.KafkaIdleTimeout == 0 {
+		c.KafkaIdleTimeout = 10 * time.Minute // Kafka's connections.max.idle.ms
+	}
+	if c.KafkaMaxInFlight == 0 {
+		c.KafkaMaxInFlight = 100
+	}
+	if c.KafkaMaxConnections == 0 {
+		c.KafkaMaxConnections = 1000
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -103,6 +145,10 @@ func (c Config) Validate() error {
 		return errors.New("no data directory")
 	case c.Listen == "":
 		return errors.New("a node that is not a controller still needs --listen for now")
+	case c.KafkaListen == "":
+		return errors.New("no Kafka listener: give --kafka-listen host:port, or this node's entry in --kafka-listeners")
+	case c.KafkaMaxInFlight < 1 || c.KafkaMaxConnections < 1 || c.KafkaIdleTimeout < time.Second:
+		return errors.New("kafka connections need at least one request in flight, one connection and an idle timeout of a second")
 	case c.ElectionTimeout <= c.RaftHeartbeat || c.RaftHeartbeat < c.Tick:
 		return fmt.Errorf("election timeout %s must exceed the raft heartbeat %s, itself at least a tick (%s)", c.ElectionTimeout, c.RaftHeartbeat, c.Tick)
 	case c.SessionTimeout <= c.BrokerHeartbeat || c.BrokerHeartbeat < c.Tick:

@@ -22,7 +22,7 @@ func TestParseControllers(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	good := Config{ID: 1, Controllers: map[metadata.BrokerID]string{1: "127.0.0.1:1"}, DataDir: "/tmp/x"}
+	good := Config{ID: 1, Controllers: map[metadata.BrokerID]string{1: "127.0.0.1:1"}, DataDir: "/tmp/x", KafkaListen: "127.0.0.1:2"}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -31,6 +31,7 @@ func TestConfigValidate(t *testing.T) {
 		"no controllers":  func(c *Config) { c.Controllers = nil },
 		"no data":         func(c *Config) { c.DataDir = "" },
 		"not a voter":     func(c *Config) { c.ID = 2 },
+		"no kafka listen": func(c *Config) { c.KafkaListen = "" },
 		"session too low": func(c *Config) { c.SessionTimeout, c.BrokerHeartbeat = 100, 200 },
 	} {
 		config := good
@@ -38,6 +39,22 @@ func TestConfigValidate(t *testing.T) {
 		if err := config.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// The Kafka listener's address comes from --kafka-listen or, without it,
+// from this node's entry in --kafka-listeners.
+func TestConfigDerivesKafkaListen(t *testing.T) {
+	listeners, err := ParseKafkaListeners("1@127.0.0.1:9092,2@127.0.0.1:9192")
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := Config{ID: 2, Controllers: map[metadata.BrokerID]string{1: "127.0.0.1:1"}, Listen: "127.0.0.1:3", DataDir: "/tmp/x", KafkaListeners: listeners}
+	if err := config.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := config.withDefaults().KafkaListen; got != "127.0.0.1:9192" {
+		t.Fatalf("kafka listen %q, want this node's entry", got)
 	}
 }
 

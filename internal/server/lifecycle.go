@@ -42,6 +42,13 @@ func (s *Server) openLifecycle() error {
 	return nil
 }
 
+// The partition logs' sizes, which DescribeConfigs reports as
+// log.segment.bytes and message.max.bytes.
+const (
+	segmentBytes  = 64 << 20
+	maxBatchBytes = 1 << 20
+)
+
 // newNode starts the broker once its incarnation is registered.
 func (s *Server) newNode(epoch metadata.BrokerEpoch) *broker.Node {
 	if err := s.writeEpoch(epoch); err != nil {
@@ -51,7 +58,7 @@ func (s *Server) newNode(epoch metadata.BrokerEpoch) *broker.Node {
 	c := s.config
 	return broker.New(broker.Config{
 		ID: c.ID, FS: s.fs, Dir: path.Join(c.DataDir, "partitions"), FlushAlways: true,
-		SegmentBytes: 64 << 20, MaxBatchBytes: 1 << 20,
+		SegmentBytes: segmentBytes, MaxBatchBytes: maxBatchBytes,
 		ReplicaLagTicks: c.ticks(30 * time.Second), FetchRetryTicks: c.ticks(500 * time.Millisecond),
 		ProposalRetryTicks: c.ticks(5 * time.Second), MaxPendingProduces: 10000,
 	}, epoch)

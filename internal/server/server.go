@@ -29,6 +29,7 @@ type Server struct {
 	quorum    *quorum.Quorum // nil when the node is not a voter
 	lifecycle *broker.Lifecycle
 	listener  net.Listener
+	kafka     *kafkaListener
 	links     map[metadata.BrokerID]*link
 	// brokers are the connections brokers opened to this node's
 	// controller, by broker id, for sending their answers back.
@@ -48,6 +49,8 @@ type event struct {
 	link    *link
 	frame   byte
 	payload []byte
+	// answer takes the response to a Kafka request (eventKafkaRequest).
+	answer func([]byte, error)
 }
 
 const (
@@ -56,6 +59,7 @@ const (
 	eventConnDown
 	eventLinkUp
 	eventLinkDown
+	eventKafkaRequest
 )
 
 // New opens a node's storage and its listener; Run runs it.
@@ -85,6 +89,11 @@ func New(config Config) (*Server, error) {
 		return nil, fmt.Errorf("controller listener: %w", err)
 	}
 	s.listener = listener
+	if err := s.openKafka(); err != nil {
+		listener.Close()
+		s.closeStorage()
+		return nil, err
+	}
 	for _, id := range config.voters() {
 		if id != config.ID {
 			s.links[id] = &link{to: id, address: config.Controllers[id], server: s}
@@ -123,14 +132,16 @@ func (s *Server) Run(ctx context.Context) error {
 	loopCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go s.acceptLoop(loopCtx)
+	go s.acceptKafka(loopCtx)
 	for _, l := range s.links {
 		go l.dialLoop(loopCtx)
 	}
-	s.log.Info("serving", "listen", s.Addr(), "controllers", fmt.Sprint(s.config.Controllers), "data", s.config.DataDir)
+	s.log.Info("serving", "listen", s.Addr(), "kafka", s.KafkaAddr(), "controllers", fmt.Sprint(s.config.Controllers), "data", s.config.DataDir)
 	err := s.loop(ctx)
 	cancel()
 	close(s.stopped)
 	s.listener.Close()
+	s.closeKafka()
 	return errors.Join(err, s.close())
 }
 
@@ -192,6 +203,7 @@ func (s *Server) tick() {
 		s.quorum.Tick()
 	}
 	s.lifecycle.Tick()
+	s.kafka.backend.tick()
 }
 
 // handle takes one event from a connection.
@@ -213,6 +225,8 @@ func (s *Server) handle(e event) {
 		}
 	case eventFrame:
 		s.handleFrame(e)
+	case eventKafkaRequest:
+		s.kafka.handler.Handle(e.payload, e.answer)
 	}
 }
 
@@ -255,14 +269,19 @@ func (s *Server) handleRequest(request quorum.Request) {
 }
 
 func (s *Server) handleAnswer(answer quorum.Answer) {
+	if s.kafka.backend.handleControllerAnswer(answer) {
+		return
+	}
 	if err := s.lifecycle.HandleAnswer(answer); err != nil {
 		s.fatal = err
 	}
 }
 
 // flush carries out what the cores have for the outside: the broker's
-// requests to controllers, and every quorum Ready.
+// answers to Kafka clients, its requests to controllers, and every quorum
+// Ready.
 func (s *Server) flush() error {
+	s.kafka.backend.drain()
 	s.lifecycle.Collect()
 	for _, out := range s.lifecycle.TakeRequests() {
 		if out.To == s.config.ID && s.quorum != nil {
@@ -272,12 +291,6 @@ func (s *Server) flush() error {
 		if l := s.links[out.To]; l != nil {
 			l.send(frameRequest, quorum.EncodeRequest(nil, out.Request))
 		}
-	}
-	if node := s.lifecycle.Node(); node != nil {
-		// Replication between brokers travels with the Kafka protocol,
-		// which this runtime does not carry yet: peer traffic is dropped,
-		// and followers do not catch up (docs/metadata.md).
-		node.TakeOutbox()
 	}
 	for s.quorum != nil && s.quorum.HasReady() && s.fatal == nil {
 		if err := s.carryOut(s.quorum.Ready()); err != nil {

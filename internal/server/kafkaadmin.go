@@ -1,0 +1,230 @@
+package server
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tidelog/tide/internal/controller"
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/quorum"
+	"github.com/tidelog/tide/internal/wire"
+)
+
+// Controller requests from Kafka clients (CreateTopics, DeleteTopics,
+// ElectLeaders) are forwarded to the active controller, as a KRaft broker
+// forwards them (KIP-590): locally when this node is it, else over the link
+// to it. Their request ids have the top bit set, apart from the
+// lifecycle's, so the answers find their way back here.
+const kafkaCallBit = uint64(1) << 63
+
+// Timings of forwarded requests, in ticks.
+const (
+	// controllerRetryTicks is how long a request that met NOT_CONTROLLER,
+	// or found no link to the controller, waits before it is sent again.
+	controllerRetryTicks = 10
+	// defaultCallTimeoutTicks bounds a request whose client gave no
+	// timeout (0 or less): 30 s at the default tick, as Kafka's admin
+	// clients default to.
+	defaultCallTimeoutTicks = 3000
+)
+
+// controllerCall is one forwarded request awaiting its answer. resendAt is
+// when to send it again, or -1 while it is out: only NOT_CONTROLLER (the
+// request was not carried out) or a missing link sends it again, so a
+// CreateTopic is never decided twice.
+type controllerCall struct {
+	request  quorum.Request
+	expires  int64
+	resendAt int64
+	done     func(quorum.Answer)
+}
+
+// visibleWait holds a successful answer until this broker's metadata image
+// shows what the controller committed: a client that created a topic
+// produces to it next, and must find it in this broker's Metadata.
+type visibleWait struct {
+	expires int64
+	visible func(*metadata.Image) bool
+	done    func()
+}
+
+// activeController is where controller requests go: this node when it is
+// the active controller, else the raft leader it knows of, else where the
+// lifecycle sends its own.
+func (s *Server) activeController() metadata.BrokerID {
+	if s.quorum != nil && s.quorum.Active() {
+		return s.config.ID
+	}
+	if s.quorum != nil && s.quorum.Leader() != metadata.NoBroker {
+		return s.quorum.Leader()
+	}
+	return s.lifecycle.Controller()
+}
+
+// callController forwards request; done gets the answer, or one with
+// REQUEST_TIMED_OUT after timeoutTicks.
+func (b *kafkaBackend) callController(request quorum.Request, timeoutTicks int64, done func(quorum.Answer)) {
+	if timeoutTicks <= 0 {
+		timeoutTicks = defaultCallTimeoutTicks
+	}
+	b.nextCall++
+	request.ID, request.From = kafkaCallBit|b.nextCall, b.s.config.ID
+	call := &controllerCall{request: request, expires: b.now + timeoutTicks, done: done}
+	b.calls[request.ID] = call
+	b.sendCall(call)
+}
+
+func (b *kafkaBackend) sendCall(call *controllerCall) {
+	call.resendAt = -1
+	to := b.s.activeController()
+	if to == b.s.config.ID && b.s.quorum != nil {
+		b.s.handleRequest(call.request)
+		return
+	}
+	if l := b.s.links[to]; l != nil && l.current != nil {
+		l.send(frameRequest, quorum.EncodeRequest(nil, call.request))
+		return
+	}
+	call.resendAt = b.now + controllerRetryTicks
+}
+
+// handleControllerAnswer takes an answer to a forwarded request and
+// reports whether it was one.
+func (b *kafkaBackend) handleControllerAnswer(answer quorum.Answer) bool {
+	if answer.ID&kafkaCallBit == 0 {
+		return false
+	}
+	call, ok := b.calls[answer.ID]
+	if !ok {
+		return true // timed out already, or a duplicate
+	}
+	if answer.ErrorCode == kerr.NotController.Code {
+		call.resendAt = b.now + controllerRetryTicks
+		return true
+	}
+	delete(b.calls, answer.ID)
+	call.done(answer)
+	return true
+}
+
+// tickControllerCalls resends and times out forwarded requests, in request
+// order, and answers the successes that became visible.
+func (b *kafkaBackend) tickControllerCalls() {
+	ids := make([]uint64, 0, len(b.calls))
+	for id := range b.calls {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		call := b.calls[id]
+		switch {
+		case b.now >= call.expires:
+			delete(b.calls, id)
+			call.done(quorum.Answer{ID: id, ErrorCode: kerr.RequestTimedOut.Code})
+		case call.resendAt >= 0 && b.now >= call.resendAt:
+			b.sendCall(call)
+		}
+	}
+	kept := b.visible[:0]
+	for _, wait := range b.visible {
+		node := b.node()
+		if b.now >= wait.expires || (node != nil && wait.visible(node.Image())) {
+			wait.done()
+			continue
+		}
+		kept = append(kept, wait)
+	}
+	clear(b.visible[len(kept):])
+	b.visible = kept
+}
+
+// whenVisible runs done once this broker's image satisfies visible, or at
+// expires, whichever is first.
+func (b *kafkaBackend) whenVisible(expires int64, visible func(*metadata.Image) bool, done func()) {
+	// The change is committed: fetch it now rather than at the next
+	// heartbeat, half a second away by default.
+	b.s.lifecycle.FetchMetadataSoon()
+	b.visible = append(b.visible, &visibleWait{expires: expires, visible: visible, done: done})
+}
+
+// CreateTopics forwards one CreateTopic per topic; ValidateOnly runs the
+// controller's own decision against this broker's image and creates
+// nothing.
+func (b *kafkaBackend) CreateTopics(request wire.CreateTopicsRequest, done func([]int16)) {
+	codes := make([]int16, len(request.Topics))
+	if request.ValidateOnly {
+		for i, topic := range request.Topics {
+			codes[i] = b.validateTopic(topic)
+		}
+		done(codes)
+		return
+	}
+	awaited := len(request.Topics)
+	for i, topic := range request.Topics {
+		expires := b.now + max(request.TimeoutTicks, defaultCallTimeoutTicks)
+		b.callController(quorum.Request{CreateTopic: &topic}, request.TimeoutTicks, func(answer quorum.Answer) {
+			codes[i] = answer.ErrorCode
+			finish := func() {
+				if awaited--; awaited == 0 {
+					done(codes)
+				}
+			}
+			if answer.ErrorCode != 0 {
+				finish()
+				return
+			}
+			b.whenVisible(expires, func(img *metadata.Image) bool { _, ok := img.Topic(topic.Name); return ok }, finish)
+		})
+	}
+}
+
+func (b *kafkaBackend) validateTopic(topic controller.CreateTopicRequest) int16 {
+	node := b.node()
+	if node == nil {
+		return kerr.NotController.Code // retriable: the broker has no metadata yet
+	}
+	_, code, err := controller.CreateTopic(node.Image(), topic)
+	if err != nil {
+		return kerr.UnknownServerError.Code
+	}
+	return code
+}
+
+// DeleteTopics forwards one DeleteTopic per name.
+func (b *kafkaBackend) DeleteTopics(names []string, timeoutTicks int64, done func([]int16)) {
+	codes := make([]int16, len(names))
+	awaited := len(names)
+	if awaited == 0 {
+		done(codes)
+		return
+	}
+	for i, name := range names {
+		expires := b.now + max(timeoutTicks, defaultCallTimeoutTicks)
+		b.callController(quorum.Request{DeleteTopic: &quorum.DeleteTopicRequest{Name: name}}, timeoutTicks, func(answer quorum.Answer) {
+			codes[i] = answer.ErrorCode
+			finish := func() {
+				if awaited--; awaited == 0 {
+					done(codes)
+				}
+			}
+			if answer.ErrorCode != 0 {
+				finish()
+				return
+			}
+			b.whenVisible(expires, func(img *metadata.Image) bool { _, ok := img.Topic(name); return !ok }, finish)
+		})
+	}
+}
+
+// ElectLeaders forwards one ElectPreferred for all the partitions (none
+// means every partition).
+func (b *kafkaBackend) ElectLeaders(partitions []metadata.TopicPartition, timeoutTicks int64, done func(controller.ElectLeadersResponse)) {
+	b.callController(quorum.Request{ElectPreferred: &quorum.ElectPreferredRequest{Partitions: partitions}}, timeoutTicks, func(answer quorum.Answer) {
+		if answer.ElectPreferred == nil || answer.ErrorCode != 0 {
+			done(controller.ElectLeadersResponse{ErrorCode: answer.ErrorCode})
+			return
+		}
+		done(*answer.ElectPreferred)
+	})
+}

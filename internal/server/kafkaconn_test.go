@@ -1,0 +1,185 @@
+package server
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+)
+
+// testConn serves one kafkaConn over a loopback pair with handle, and
+// returns the client's end.
+func testConn(t *testing.T, limits kafkaLimits, handle kafkaHandle) net.Conn {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close()
+	client, err := net.Dial("tcp", listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := listener.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	go newKafkaConn(server, limits, handle, slog.New(slog.DiscardHandler)).serve()
+	return client
+}
+
+var testLimits = kafkaLimits{MaxRequestBytes: 1 << 10, MaxInFlight: 8, IdleTimeout: 5 * time.Second}
+
+func sendRequest(t *testing.T, c net.Conn, body []byte) {
+	t.Helper()
+	framed := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+	if _, err := c.Write(append(framed, body...)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readResponse(t *testing.T, c net.Conn) ([]byte, error) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var prefix [4]byte
+	if _, err := io.ReadFull(c, prefix[:]); err != nil {
+		return nil, err
+	}
+	body := make([]byte, binary.BigEndian.Uint32(prefix[:]))
+	_, err := io.ReadFull(c, body)
+	return body, err
+}
+
+// expectClosed reads until the server closes the connection.
+func expectClosed(t *testing.T, c net.Conn) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(c); err != nil {
+		t.Fatalf("want the connection closed, got %v", err)
+	}
+}
+
+// Pipelined requests answered in reverse order still get their responses
+// in request order; an acks=0-style nil answer writes nothing.
+func TestKafkaConnAnswersInRequestOrder(t *testing.T) {
+	const count = 8
+	type held struct {
+		request []byte
+		answer  func([]byte, error)
+	}
+	arrived := make(chan held, count)
+	c := testConn(t, testLimits, func(request []byte, answer func([]byte, error)) { arrived <- held{request, answer} })
+	for i := range count {
+		sendRequest(t, c, []byte{byte(i)})
+	}
+	var all []held
+	for range count {
+		all = append(all, <-arrived)
+	}
+	for i := count - 1; i >= 0; i-- {
+		if i == 3 {
+			all[i].answer(nil, nil) // no response, as for acks=0
+			continue
+		}
+		all[i].answer(append([]byte("answer-"), all[i].request...), nil)
+	}
+	for i := range count {
+		if i == 3 {
+			continue
+		}
+		response, err := readResponse(t, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := append([]byte("answer-"), byte(i)); string(response) != string(want) {
+			t.Fatalf("response %d is %q, want %q", i, response, want)
+		}
+	}
+}
+
+// A full pipeline stops the reader: no request past MaxInFlight reaches the
+// handler until one is answered.
+func TestKafkaConnBoundsInFlight(t *testing.T) {
+	limits := testLimits
+	limits.MaxInFlight = 2
+	arrived := make(chan func([]byte, error), 8)
+	c := testConn(t, limits, func(_ []byte, answer func([]byte, error)) { arrived <- answer })
+	for range 4 {
+		sendRequest(t, c, []byte{1})
+	}
+	first, second := <-arrived, <-arrived
+	select {
+	case <-arrived:
+		t.Fatal("a third request reached the handler with two in flight")
+	case <-time.After(100 * time.Millisecond):
+	}
+	first([]byte("a"), nil)
+	if _, err := readResponse(t, c); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-arrived:
+	case <-time.After(5 * time.Second):
+		t.Fatal("an answered request did not free a place")
+	}
+	second([]byte("b"), nil)
+}
+
+func TestKafkaConnClosesOnOversizedRequest(t *testing.T) {
+	c := testConn(t, testLimits, func(_ []byte, answer func([]byte, error)) {
+		t.Error("an oversized request reached the handler")
+		answer(nil, nil)
+	})
+	// Only the size: the server must refuse it before any body arrives.
+	if _, err := c.Write(binary.BigEndian.AppendUint32(nil, uint32(testLimits.MaxRequestBytes+1))); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, c)
+}
+
+func TestKafkaConnClosesOnNegativeSize(t *testing.T) {
+	c := testConn(t, testLimits, func(_ []byte, answer func([]byte, error)) { answer(nil, nil) })
+	if _, err := c.Write([]byte{0xff, 0xff, 0xff, 0xfe}); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, c)
+}
+
+// A request that does not decode is answered with an error (wire's
+// RequestError): the earlier responses are written, then the connection
+// closes.
+func TestKafkaConnClosesOnRequestError(t *testing.T) {
+	c := testConn(t, testLimits, func(request []byte, answer func([]byte, error)) {
+		if request[0] == 0xff {
+			answer(nil, errors.New("malformed"))
+			return
+		}
+		answer([]byte("ok"), nil)
+	})
+	sendRequest(t, c, []byte{1})
+	sendRequest(t, c, []byte{0xff})
+	sendRequest(t, c, []byte{2})
+	if response, err := readResponse(t, c); err != nil || string(response) != "ok" {
+		t.Fatalf("first response %q, %v", response, err)
+	}
+	expectClosed(t, c)
+}
+
+func TestKafkaConnIdleTimeout(t *testing.T) {
+	limits := testLimits
+	limits.IdleTimeout = 100 * time.Millisecond
+	c := testConn(t, limits, func(_ []byte, answer func([]byte, error)) { answer([]byte("ok"), nil) })
+	sendRequest(t, c, []byte{1})
+	if _, err := readResponse(t, c); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	expectClosed(t, c)
+	if waited := time.Since(start); waited > 3*time.Second {
+		t.Fatalf("closed after %s, idle timeout %s", waited, limits.IdleTimeout)
+	}
+}

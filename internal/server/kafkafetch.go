@@ -1,0 +1,173 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tidelog/tide/internal/broker"
+	"github.com/tidelog/tide/internal/record"
+	"github.com/tidelog/tide/internal/replica"
+	"github.com/tidelog/tide/internal/wire"
+)
+
+// maxWaitingFetches bounds the fetches held in a long poll; past it a fetch
+// is answered at once with what there is, which is still a valid answer.
+const maxWaitingFetches = 4096
+
+// waitingFetch is one fetch being served: its partitions' answers as they
+// come from the node, and, while it waits for data, where each partition
+// stood when it was last read.
+type waitingFetch struct {
+	request  wire.FetchRequest
+	done     func([]replica.FetchResponse)
+	deadline int64
+	answers  []replica.FetchResponse
+	awaited  int
+	seen     []partitionPosition
+}
+
+// partitionPosition is what a waiting fetch watches: a change in any of it
+// can change the fetch's answer (new records under the high watermark, a
+// truncation, a lost leadership), so the fetch is served again.
+type partitionPosition struct {
+	hosted         bool
+	role           replica.Role
+	highWatermark  record.Offset
+	logEndOffset   record.Offset
+	logStartOffset record.Offset
+}
+
+// Fetch reads every partition at once; with too few bytes and no error the
+// fetch waits, up to MaxWait, and is read again whenever one of its
+// partitions changes (Kafka's DelayedFetch). A change is seen at most once
+// per pass of the node loop, so a waiting fetch costs the replica one read
+// per change, not one per tick.
+func (b *kafkaBackend) Fetch(request wire.FetchRequest, done func([]replica.FetchResponse)) {
+	if request.ReplicaID != replica.ConsumerReplicaID {
+		done(refuseFollowerFetch(request))
+		return
+	}
+	fetch := &waitingFetch{request: request, done: done, deadline: b.now + request.MaxWaitTicks}
+	b.serveFetch(fetch)
+}
+
+// refuseFollowerFetch answers a fetch that names a replica id with
+// CLUSTER_AUTHORIZATION_FAILED for every partition, as Kafka answers a
+// client without the ClusterAction right. Replication does not run over the
+// Kafka listener yet, and a follower's fetch moves the high watermark and
+// the ISR: no client may stand in for a follower.
+func refuseFollowerFetch(request wire.FetchRequest) []replica.FetchResponse {
+	answers := make([]replica.FetchResponse, len(request.Partitions))
+	for i, partition := range request.Partitions {
+		answers[i] = replica.FetchResponse{ID: partition.ID, ErrorCode: kerr.ClusterAuthorizationFailed.Code,
+			HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1}
+	}
+	return answers
+}
+
+// serveFetch reads every partition of the fetch once.
+func (b *kafkaBackend) serveFetch(fetch *waitingFetch) {
+	partitions := fetch.request.Partitions
+	fetch.answers = make([]replica.FetchResponse, len(partitions))
+	fetch.seen = make([]partitionPosition, len(partitions))
+	fetch.awaited = len(partitions) + 1 // held until every read is issued
+	for i, partition := range partitions {
+		fetch.seen[i] = b.position(partition)
+		b.issue(broker.ClientRequest{Partition: partition.TopicPartition, Fetch: &partition.FetchRequest}, 0, func(answer broker.ClientAnswer) {
+			fetch.answers[i] = fetchAnswer(partition, answer)
+			b.fetchRead(fetch)
+		})
+	}
+	b.fetchRead(fetch)
+}
+
+// fetchAnswer is the node's answer for one partition, or the error it gave
+// in place of one.
+func fetchAnswer(partition wire.FetchPartition, answer broker.ClientAnswer) replica.FetchResponse {
+	if answer.Fetch == nil {
+		code := answer.ErrorCode
+		if code == 0 {
+			code = kerr.UnknownServerError.Code
+		}
+		return replica.FetchResponse{ID: partition.ID, ErrorCode: code, HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1}
+	}
+	return *answer.Fetch
+}
+
+// fetchRead counts one partition read; after the last it answers the fetch
+// or parks it.
+func (b *kafkaBackend) fetchRead(fetch *waitingFetch) {
+	fetch.awaited--
+	if fetch.awaited > 0 {
+		return
+	}
+	total, failed := 0, false
+	for _, answer := range fetch.answers {
+		total += len(answer.Records)
+		failed = failed || answer.ErrorCode != 0
+	}
+	if failed || total >= int(fetch.request.MinBytes) || b.now >= fetch.deadline || len(b.fetches) >= maxWaitingFetches {
+		limitFetchBytes(fetch.answers, fetch.request.MaxBytes)
+		fetch.done(fetch.answers)
+		return
+	}
+	b.fetches = append(b.fetches, fetch)
+}
+
+// limitFetchBytes drops the records of the partitions that would take the
+// response over the fetch's MaxBytes, keeping the first partition with
+// records whatever its size so a consumer always progresses (KIP-74). The
+// partitions left out are read again by the consumer's next fetch.
+func limitFetchBytes(answers []replica.FetchResponse, maxBytes int32) {
+	total := 0
+	for i := range answers {
+		size := len(answers[i].Records)
+		if size > 0 && total > 0 && int64(total)+int64(size) > int64(maxBytes) {
+			answers[i].Records = nil
+			continue
+		}
+		total += size
+	}
+}
+
+// position is where a fetched partition stands on this broker now.
+func (b *kafkaBackend) position(partition wire.FetchPartition) partitionPosition {
+	node := b.node()
+	if node == nil {
+		return partitionPosition{}
+	}
+	r, _, ok := node.Replica(partition.TopicPartition)
+	if !ok {
+		return partitionPosition{}
+	}
+	return partitionPosition{hosted: true, role: r.Role(), highWatermark: r.HighWatermark(),
+		logEndOffset: r.LogEndOffset(), logStartOffset: r.LogStartOffset()}
+}
+
+// wakeFetches serves again every waiting fetch whose wait ended or one of
+// whose partitions changed, and reports whether it served any.
+func (b *kafkaBackend) wakeFetches() bool {
+	var woken []*waitingFetch
+	kept := b.fetches[:0]
+	for _, fetch := range b.fetches {
+		if b.now >= fetch.deadline || b.changed(fetch) {
+			woken = append(woken, fetch)
+			continue
+		}
+		kept = append(kept, fetch)
+	}
+	clear(b.fetches[len(kept):])
+	b.fetches = kept
+	for _, fetch := range woken {
+		b.serveFetch(fetch)
+	}
+	return len(woken) > 0
+}
+
+func (b *kafkaBackend) changed(fetch *waitingFetch) bool {
+	for i, partition := range fetch.request.Partitions {
+		if b.position(partition) != fetch.seen[i] {
+			return true
+		}
+	}
+	return false
+}
