@@ -144,6 +144,10 @@ func fetchPartitionResponse(request *kmsg.FetchRequest, partition int32, answer 
 	entry := kmsg.NewFetchResponseTopicPartition()
 	entry.Partition, entry.ErrorCode = partition, answer.ErrorCode
 	entry.PreferredReadReplica = -1
+	// Records are never null on the wire, as Kafka sends them: librdkafka
+	// (kcat) refuses a null record set as a parse failure and stops
+	// fetching the partition.
+	entry.RecordBatches = []byte{}
 	if answer.ErrorCode != 0 {
 		// As in Kafka, an error carries no offsets and no records: a
 		// client must not take a fenced replica's high watermark for the
@@ -163,6 +167,8 @@ func fetchPartitionResponse(request *kmsg.FetchRequest, partition int32, answer 
 		entry.DivergingEpoch.EndOffset = int64(answer.DivergingEpoch.EndOffset)
 		return entry
 	}
-	entry.RecordBatches = answer.Records
+	if answer.Records != nil {
+		entry.RecordBatches = answer.Records
+	}
 	return entry
 }

@@ -62,6 +62,14 @@ func TestFetch(t *testing.T) {
 		if got := response.Topics[1].Partitions[0].ErrorCode; got != kerr.UnknownTopicOrPartition.Code {
 			t.Fatalf("v%d: missing partition error %d", version, got)
 		}
+		// A partition with no records carries an empty record set, never a
+		// null one: librdkafka refuses null as a parse failure.
+		if empty := response.Topics[0].Partitions[1]; empty.RecordBatches == nil || len(empty.RecordBatches) != 0 {
+			t.Fatalf("v%d: an empty partition's records are %v, want an empty set", version, empty.RecordBatches)
+		}
+		if missing := response.Topics[1].Partitions[0]; missing.RecordBatches == nil {
+			t.Fatalf("v%d: an error's records are null", version)
+		}
 		sent := backend.fetches[0]
 		if sent.MaxWaitTicks != 500 || sent.MinBytes != 1 || sent.ReplicaID != replica.ConsumerReplicaID || len(sent.Partitions) != 3 {
 			t.Fatalf("v%d: backend got %+v", version, sent)
