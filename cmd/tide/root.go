@@ -30,9 +30,10 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usageError{fmt.Errorf("%w (see 'tide %s --help')", err, cmd.Name())}
+		return usageError{fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
 	})
-	root.AddCommand(newVersionCommand(), newLogCommand(), newSimCommand(), newScenarioCommand(), newServeCommand())
+	root.AddCommand(newVersionCommand(), newLogCommand(), newSimCommand(), newScenarioCommand(), newServeCommand(),
+		newTopicCommand(), newProduceCommand(), newConsumeCommand())
 	return root
 }
 

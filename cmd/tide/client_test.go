@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/server"
+)
+
+// runWithInput runs one tide command with stdin and returns its stdout and
+// stderr apart, since produce reports on stderr and consume prints records
+// on stdout.
+func runWithInput(stdin string, args ...string) (string, string, error) {
+	root := newRootCommand()
+	var stdout, stderr bytes.Buffer
+	root.SetIn(strings.NewReader(stdin))
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	return stdout.String(), stderr.String(), err
+}
+
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// serveNode runs one tide serve node in this process, through the serve
+// command's own configuration, and returns its Kafka address once its
+// broker is registered and unfenced; the node stops when the test ends.
+func serveNode(t *testing.T) string {
+	t.Helper()
+	controller, kafka := freeAddress(t), freeAddress(t)
+	command := newServeCommand()
+	command.SetErr(io.Discard)
+	options := serveOptions{id: 1, controllers: "1@" + controller, kafkaListen: kafka, dataDir: filepath.Join(t.TempDir(), "node"),
+		sessionTimeout: 2 * time.Second, brokerHeartbeat: 200 * time.Millisecond, electionTimeout: time.Second, logLevel: "error"}
+	config, err := options.serverConfig(command)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := server.New(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- node.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("the node did not stop cleanly: %v", err)
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for !brokerUnfenced(controller) {
+		if time.Now().After(deadline) {
+			t.Fatal("the broker did not register and unfence within 10 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return kafka
+}
+
+func brokerUnfenced(controller string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	client, err := server.Dial(ctx, controller)
+	if err != nil {
+		return false
+	}
+	defer client.Close()
+	status, err := client.Status(ctx)
+	if err != nil {
+		return false
+	}
+	for _, broker := range status.Brokers {
+		if metadata.BrokerID(broker.ID) == 1 && !broker.Fenced {
+			return true
+		}
+	}
+	return false
+}
+
+// The console client against a served node: a topic created, listed and
+// described, 100 lines produced and consumed back, the topic deleted; and
+// the errors a user meets on the way.
+func TestTopicProduceConsume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("serves a node; skipped with -short")
+	}
+	bootstrap := "--bootstrap=" + serveNode(t)
+	mustRun(t, "", "created topic orders: 2 partitions", "topic", "create", "orders", "--partitions", "2", bootstrap)
+	mustRun(t, "", "orders\n", "topic", "list", bootstrap)
+	var input strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&input, "key-%d:value %d\n", i, i)
+	}
+	mustRun(t, input.String(), "", "produce", "orders", "--key-separator", ":", bootstrap)
+	described := mustRun(t, "", "partition 1: leader 1, leader epoch 0, replicas [1], isr [1], offline []", "topic", "describe", "orders", bootstrap)
+	if !strings.Contains(described, "topic orders: 2 partitions") || strings.Count(described, "earliest 0 latest ") != 2 {
+		t.Fatalf("describe:\n%s", described)
+	}
+	consumed := mustRun(t, "", "", "consume", "orders", "--exit-at-end", bootstrap)
+	checkSameLines(t, input.String(), consumed)
+	withOffsets := mustRun(t, "", "", "consume", "orders", "--partition", "0", "--from", "1", "--format", "offsets", "--exit-at-end", bootstrap)
+	if !strings.HasPrefix(withOffsets, "0\t1\tkey-") {
+		t.Fatalf("consume --partition 0 --from 1 --format offsets:\n%s", withOffsets)
+	}
+	mustRun(t, "", "orders-1: already led by its preferred replica", "topic", "elect-preferred", "orders", bootstrap)
+	mustFail(t, 1, "create topic orders: TOPIC_ALREADY_EXISTS", "topic", "create", "orders", bootstrap)
+	mustRun(t, "", "deleted topic orders", "topic", "delete", "orders", bootstrap)
+	mustFail(t, 1, "delete topic orders: UNKNOWN_TOPIC_OR_PARTITION", "topic", "delete", "orders", bootstrap)
+	mustFail(t, 1, "describe topic orders: UNKNOWN_TOPIC_OR_PARTITION", "topic", "describe", "orders", bootstrap)
+	mustFail(t, 1, "produce to orders: UNKNOWN_TOPIC_OR_PARTITION", "produce", "orders", bootstrap)
+}
+
+func mustRun(t *testing.T, stdin, want string, args ...string) string {
+	t.Helper()
+	stdout, stderr, err := runWithInput(stdin, args...)
+	if err != nil || !strings.Contains(stdout, want) {
+		t.Fatalf("tide %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)
+	}
+	return stdout
+}
+
+func mustFail(t *testing.T, code int, want string, args ...string) {
+	t.Helper()
+	_, _, err := runWithInput("", args...)
+	if err == nil || exitCode(err) != code || !strings.Contains(err.Error(), want) {
+		t.Fatalf("tide %s: %v (exit %d), want exit %d with %q", strings.Join(args, " "), err, exitCode(err), code, want)
+	}
+}
+
+// checkSameLines compares as sets of lines: records of one partition come
+// back in order, but the partitions interleave as they are fetched.
+func checkSameLines(t *testing.T, want, got string) {
+	t.Helper()
+	count := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(want), "\n") {
+		count[line]++
+	}
+	for _, line := range strings.Split(strings.TrimSpace(got), "\n") {
+		count[line]--
+	}
+	for line, n := range count {
+		if n != 0 {
+			t.Fatalf("line %q produced and consumed %+d times apart; consumed:\n%s", line, n, got)
+		}
+	}
+}
+
+// Mistakes on the command line exit 2 before any connection; a bootstrap
+// that accepts connections but never answers fails at --timeout, not never.
+func TestClientErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"topic", "create"}, {"topic", "create", "a", "b"}, {"topic", "create", "a", "--partitions", "x"},
+		{"topic", "create", "a", "--partitions", "0"}, {"topic", "list", "extra"}, {"topic", "elect-preferred", "a", "b"},
+		{"produce"}, {"produce", "a", "--acks", "2"}, {"consume", "a", "--from", "soon"}, {"consume", "a", "--format", "xml"},
+		{"topic", "list", "--timeout", "0s"}, {"topic", "list", "--bootstrap", ","},
+	} {
+		if _, _, err := runWithInput("", args...); err == nil || exitCode(err) != 2 {
+			t.Errorf("tide %v: err %v, want a usage error (2)", args, err)
+		}
+	}
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	started := time.Now()
+	_, _, err = runWithInput("", "topic", "list", "--bootstrap", silent.Addr().String(), "--timeout", "500ms")
+	if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), "answered within 500ms") {
+		t.Fatalf("a silent bootstrap: %v", err)
+	}
+	if took := time.Since(started); took > 5*time.Second {
+		t.Fatalf("a silent bootstrap took %s to fail with --timeout 500ms", took)
+	}
+}

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func newTopicCommand() *cobra.Command {
+	var options clientOptions
+	command := &cobra.Command{
+		Use:   "topic",
+		Short: "Create, list, describe and delete topics on a cluster",
+		Long: `Topic administration over the Kafka protocol (CreateTopics, Metadata,
+ListOffsets, DeleteTopics, ElectLeaders), against any broker of a cluster:
+
+  tide topic create orders --partitions 3 --bootstrap 127.0.0.1:9092
+  tide topic describe orders
+
+A Kafka error code is printed by its name (TOPIC_ALREADY_EXISTS) and exits 1.`,
+	}
+	options.addFlags(command.PersistentFlags())
+	command.AddCommand(newTopicCreateCommand(&options), newTopicListCommand(&options), newTopicDescribeCommand(&options),
+		newTopicDeleteCommand(&options), newTopicElectCommand(&options))
+	return command
+}
+
+// exactArgs is cobra.ExactArgs as a usage error (exit 2).
+func exactArgs(count int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != count {
+			return usageError{fmt.Errorf("%s takes %s, got %d arguments (see '%s --help')", cmd.CommandPath(), what, len(args), cmd.CommandPath())}
+		}
+		return nil
+	}
+}
+
+func newTopicCreateCommand(options *clientOptions) *cobra.Command {
+	var partitions, replicationFactor, minInsync int32
+	command := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a topic",
+		Args:  exactArgs(1, "one topic name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if partitions < 1 || replicationFactor < 1 || minInsync < 0 {
+				return usageError{fmt.Errorf("--partitions and --replication-factor must be at least 1, --min-insync-replicas at least 0")}
+			}
+			client, _, err := options.connect(cmd.Context(), nil)
+			if err != nil {
+				return err
+			}
+			defer client.Close()
+			request := kmsg.NewPtrCreateTopicsRequest()
+			request.TimeoutMillis = int32(options.timeout.Milliseconds())
+			entry := kmsg.NewCreateTopicsRequestTopic()
+			entry.Topic, entry.NumPartitions, entry.ReplicationFactor = args[0], partitions, int16(replicationFactor)
+			if minInsync > 0 {
+				config := kmsg.NewCreateTopicsRequestTopicConfig()
+				config.Name, config.Value = "min.insync.replicas", kmsg.StringPtr(strconv.Itoa(int(minInsync)))
+				entry.Configs = append(entry.Configs, config)
+			}
+			request.Topics = append(request.Topics, entry)
+			answer, err := options.request(cmd.Context(), client, request)
+			if err == nil {
+				topic := answer.(*kmsg.CreateTopicsResponse).Topics[0]
+				err = kafkaError(topic.ErrorCode, topic.ErrorMessage)
+			}
+			if err != nil {
+				return fmt.Errorf("create topic %s: %w", args[0], err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "created topic %s: %d partitions, replication factor %d\n", args[0], partitions, replicationFactor)
+			return nil
+		},
+	}
+	command.Flags().Int32Var(&partitions, "partitions", 1, "the number of partitions")
+	command.Flags().Int32Var(&replicationFactor, "replication-factor", 1, "replicas per partition (tide serve replicates only factor 1 today)")
+	command.Flags().Int32Var(&minInsync, "min-insync-replicas", 0, "min.insync.replicas for acks=all (0: the broker's default)")
+	return command
+}
+
+func newTopicListCommand(options *clientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the topics, one a line",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			client, metadata, err := options.connectAll(cmd)
+			if err != nil {
+				return fmt.Errorf("list topics: %w", err)
+			}
+			defer client.Close()
+			var names []string
+			for _, topic := range metadata.Topics {
+				if topic.Topic != nil {
+					names = append(names, *topic.Topic)
+				}
+			}
+			slices.Sort(names)
+			for _, name := range names {
+				fmt.Fprintln(cmd.OutOrStdout(), name)
+			}
+			return nil
+		},
+	}
+}
+
+func newTopicDescribeCommand(options *clientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "describe NAME",
+		Short: "Show a topic's partitions: leader, leader epoch, replicas, ISR, offline replicas, offsets",
+		Args:  exactArgs(1, "one topic name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, metadata, err := options.connect(cmd.Context(), args)
+			if err != nil {
+				return err
+			}
+			defer client.Close()
+			topic, err := topicMetadata(metadata, args[0])
+			if err != nil {
+				return fmt.Errorf("describe topic %s: %w", args[0], err)
+			}
+			slices.SortFunc(topic.Partitions, func(a, b kmsg.MetadataResponseTopicPartition) int { return int(a.Partition - b.Partition) })
+			var numbers []int32
+			for _, partition := range topic.Partitions {
+				numbers = append(numbers, partition.Partition)
+			}
+			offsets, err := options.listOffsets(cmd.Context(), client, args[0], numbers)
+			if err != nil {
+				return fmt.Errorf("describe topic %s: %w", args[0], err)
+			}
+			printTopic(cmd.OutOrStdout(), args[0], topic, offsets)
+			return nil
+		},
+	}
+}
+
+// printTopic writes one line for the topic and one per partition; the
+// earliest offset is the log start offset and the latest the high
+// watermark, the range [earliest, latest) a consumer can read.
+func printTopic(out io.Writer, name string, topic kmsg.MetadataResponseTopic, offsets partitionOffsets) {
+	fmt.Fprintf(out, "topic %s: %d partitions\n", name, len(topic.Partitions))
+	for _, p := range topic.Partitions {
+		status := ""
+		if err := kafkaError(p.ErrorCode, nil); err != nil {
+			status = " error " + err.Error()
+		}
+		fmt.Fprintf(out, "  partition %d: leader %d, leader epoch %d, replicas %s, isr %s, offline %s, offsets earliest %d latest %d%s\n",
+			p.Partition, p.Leader, p.LeaderEpoch, brokerList(p.Replicas), brokerList(p.ISR), brokerList(p.OfflineReplicas),
+			offsets[p.Partition].earliest, offsets[p.Partition].latest, status)
+	}
+}
+
+func brokerList(ids []int32) string {
+	text := make([]string, len(ids))
+	for i, id := range ids {
+		text[i] = strconv.Itoa(int(id))
+	}
+	return "[" + strings.Join(text, ",") + "]"
+}
+
+func newTopicDeleteCommand(options *clientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a topic and its data",
+		Args:  exactArgs(1, "one topic name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, _, err := options.connect(cmd.Context(), nil)
+			if err != nil {
+				return err
+			}
+			defer client.Close()
+			request := kmsg.NewPtrDeleteTopicsRequest()
+			request.TimeoutMillis = int32(options.timeout.Milliseconds())
+			// Versions below 6 name topics in TopicNames, 6 and up in Topics.
+			request.TopicNames = args
+			entry := kmsg.NewDeleteTopicsRequestTopic()
+			entry.Topic = kmsg.StringPtr(args[0])
+			request.Topics = append(request.Topics, entry)
+			answer, err := options.request(cmd.Context(), client, request)
+			if err == nil {
+				topic := answer.(*kmsg.DeleteTopicsResponse).Topics[0]
+				err = kafkaError(topic.ErrorCode, topic.ErrorMessage)
+			}
+			if err != nil {
+				return fmt.Errorf("delete topic %s: %w", args[0], err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "deleted topic %s\n", args[0])
+			return nil
+		},
+	}
+}
+
+func newTopicElectCommand(options *clientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "elect-preferred [NAME]",
+		Short: "Move leadership back to each partition's preferred (first) replica, of one topic or all",
+		Args:  maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, metadata, err := options.connect(cmd.Context(), args)
+			if err != nil {
+				return err
+			}
+			defer client.Close()
+			request := kmsg.NewPtrElectLeadersRequest()
+			request.ElectionType, request.TimeoutMillis = 0, int32(options.timeout.Milliseconds()) // 0: preferred
+			what := "all topics"
+			if len(args) == 1 {
+				what = "topic " + args[0]
+				topic, err := topicMetadata(metadata, args[0])
+				if err != nil {
+					return fmt.Errorf("elect preferred leaders of %s: %w", what, err)
+				}
+				entry := kmsg.NewElectLeadersRequestTopic()
+				entry.Topic = args[0]
+				for _, partition := range topic.Partitions {
+					entry.Partitions = append(entry.Partitions, partition.Partition)
+				}
+				request.Topics = append(request.Topics, entry)
+			}
+			answer, err := options.request(cmd.Context(), client, request)
+			if err != nil {
+				return fmt.Errorf("elect preferred leaders of %s: %w", what, err)
+			}
+			return printElections(cmd.OutOrStdout(), what, answer.(*kmsg.ElectLeadersResponse))
+		},
+	}
+}
+
+func maxArgs(count int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > count {
+			return usageError{fmt.Errorf("%s takes at most %d arguments, got %d", cmd.CommandPath(), count, len(args))}
+		}
+		return nil
+	}
+}
+
+// printElections prints each partition's outcome. ELECTION_NOT_NEEDED is
+// success: the preferred replica already leads.
+func printElections(out io.Writer, what string, response *kmsg.ElectLeadersResponse) error {
+	if err := kafkaError(response.ErrorCode, nil); err != nil {
+		return fmt.Errorf("elect preferred leaders of %s: %w", what, err)
+	}
+	failed := 0
+	for _, topic := range response.Topics {
+		for _, p := range topic.Partitions {
+			outcome := "elected"
+			if p.ErrorCode == kerr.ElectionNotNeeded.Code {
+				outcome = "already led by its preferred replica"
+			} else if err := kafkaError(p.ErrorCode, p.ErrorMessage); err != nil {
+				outcome, failed = err.Error(), failed+1
+			}
+			fmt.Fprintf(out, "%s-%d: %s\n", topic.Topic, p.Partition, outcome)
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("elect preferred leaders of %s: %d partitions failed", what, failed)
+	}
+	return nil
+}
