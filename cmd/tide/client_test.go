@@ -121,6 +121,19 @@ func TestTopicProduceConsume(t *testing.T) {
 	if !strings.HasPrefix(withOffsets, "0\t1\tkey-") {
 		t.Fatalf("consume --partition 0 --from 1 --format offsets:\n%s", withOffsets)
 	}
+	mustRun(t, "", "created topic acked", "topic", "create", "acked", "--min-insync-replicas", "1", bootstrap)
+	mustRun(t, "leader only\n", "", "produce", "acked", "--acks", "1", bootstrap)
+	mustRun(t, "no one\n", "", "produce", "acked", "--acks", "0", bootstrap)
+	// Nothing says when an acks=0 record is appended, so read until it is.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		got := mustRun(t, "", "", "consume", "acked", "--exit-at-end", bootstrap)
+		if got == "leader only\nno one\n" {
+			break
+		}
+		if time.Now().After(deadline) || got != "leader only\n" {
+			t.Fatalf("consume after --acks 1 and 0: %q", got)
+		}
+	}
 	mustRun(t, "", "orders-1: already led by its preferred replica", "topic", "elect-preferred", "orders", bootstrap)
 	mustFail(t, 1, "create topic orders: TOPIC_ALREADY_EXISTS", "topic", "create", "orders", bootstrap)
 	mustRun(t, "", "deleted topic orders", "topic", "delete", "orders", bootstrap)

@@ -126,9 +126,13 @@ func newTopicDescribeCommand(options *clientOptions) *cobra.Command {
 				return fmt.Errorf("describe topic %s: %w", args[0], err)
 			}
 			slices.SortFunc(topic.Partitions, func(a, b kmsg.MetadataResponseTopicPartition) int { return int(a.Partition - b.Partition) })
+			// Only a led partition can be asked for offsets: one without a
+			// leader would fail the whole ListOffsets.
 			var numbers []int32
 			for _, partition := range topic.Partitions {
-				numbers = append(numbers, partition.Partition)
+				if partition.ErrorCode == 0 && partition.Leader >= 0 {
+					numbers = append(numbers, partition.Partition)
+				}
 			}
 			offsets, err := options.listOffsets(cmd.Context(), client, args[0], numbers)
 			if err != nil {
@@ -146,13 +150,15 @@ func newTopicDescribeCommand(options *clientOptions) *cobra.Command {
 func printTopic(out io.Writer, name string, topic kmsg.MetadataResponseTopic, offsets partitionOffsets) {
 	fmt.Fprintf(out, "topic %s: %d partitions\n", name, len(topic.Partitions))
 	for _, p := range topic.Partitions {
-		status := ""
-		if err := kafkaError(p.ErrorCode, nil); err != nil {
-			status = " error " + err.Error()
+		status := "offsets unknown without a leader"
+		if known, ok := offsets[p.Partition]; ok {
+			status = fmt.Sprintf("offsets earliest %d latest %d", known.earliest, known.latest)
 		}
-		fmt.Fprintf(out, "  partition %d: leader %d, leader epoch %d, replicas %s, isr %s, offline %s, offsets earliest %d latest %d%s\n",
-			p.Partition, p.Leader, p.LeaderEpoch, brokerList(p.Replicas), brokerList(p.ISR), brokerList(p.OfflineReplicas),
-			offsets[p.Partition].earliest, offsets[p.Partition].latest, status)
+		if err := kafkaError(p.ErrorCode, nil); err != nil {
+			status += ", error " + err.Error()
+		}
+		fmt.Fprintf(out, "  partition %d: leader %d, leader epoch %d, replicas %s, isr %s, offline %s, %s\n",
+			p.Partition, p.Leader, p.LeaderEpoch, brokerList(p.Replicas), brokerList(p.ISR), brokerList(p.OfflineReplicas), status)
 	}
 }
 
