@@ -136,10 +136,13 @@ func TestTopicProduceConsume(t *testing.T) {
 	}
 	mustRun(t, "", "orders-1: already led by its preferred replica", "topic", "elect-preferred", "orders", bootstrap)
 	mustFail(t, 1, "create topic orders: TOPIC_ALREADY_EXISTS", "topic", "create", "orders", bootstrap)
+	mustFail(t, 1, "consume orders: partition 7: UNKNOWN_TOPIC_OR_PARTITION", "consume", "orders", "--partition", "7", bootstrap)
+	checkConsumeUntilInterrupted(t, bootstrap)
 	mustRun(t, "", "deleted topic orders", "topic", "delete", "orders", bootstrap)
 	mustFail(t, 1, "delete topic orders: UNKNOWN_TOPIC_OR_PARTITION", "topic", "delete", "orders", bootstrap)
 	mustFail(t, 1, "describe topic orders: UNKNOWN_TOPIC_OR_PARTITION", "topic", "describe", "orders", bootstrap)
 	mustFail(t, 1, "produce to orders: UNKNOWN_TOPIC_OR_PARTITION", "produce", "orders", bootstrap)
+	mustFail(t, 1, "consume orders: UNKNOWN_TOPIC_OR_PARTITION", "consume", "orders", bootstrap)
 }
 
 func mustRun(t *testing.T, stdin, want string, args ...string) string {
@@ -202,5 +205,23 @@ func TestClientErrors(t *testing.T) {
 	}
 	if took := time.Since(started); took > 5*time.Second {
 		t.Fatalf("a silent bootstrap took %s to fail with --timeout 500ms", took)
+	}
+}
+
+// Without --exit-at-end consume follows the log past its end until
+// interrupted, and an interruption is a clean exit with what was read
+// printed.
+func checkConsumeUntilInterrupted(t *testing.T, bootstrap string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	root := newRootCommand()
+	var stdout bytes.Buffer
+	root.SetOut(&stdout)
+	root.SetArgs([]string{"consume", "orders", bootstrap})
+	started := time.Now()
+	err := root.ExecuteContext(ctx)
+	if lines := strings.Count(stdout.String(), "\n"); err != nil || lines != 100 || time.Since(started) < time.Second {
+		t.Fatalf("consume until interrupted: %v after %s, printed %d lines", err, time.Since(started), lines)
 	}
 }

@@ -140,9 +140,9 @@ func consumeRecords(ctx context.Context, client *kgo.Client, out io.Writer, opti
 		return true
 	}
 	for !(options.exitAtEnd && atEnd()) {
-		fetches := client.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil // interrupted: what was read is printed
+		fetches, err := poll(ctx, client, options)
+		if err != nil || ctx.Err() != nil {
+			return err // nil when interrupted: what was read is printed
 		}
 		if err := fetches.Err(); err != nil {
 			return fmt.Errorf("consume: %w", err)
@@ -159,4 +159,20 @@ func consumeRecords(ctx context.Context, client *kgo.Client, out io.Writer, opti
 		}
 	}
 	return nil
+}
+
+// poll waits for the next records. With --exit-at-end the records wanted
+// are known to exist, so a wait longer than --timeout means the partition
+// is unreachable (a leader gone) and is an error rather than a hang.
+func poll(ctx context.Context, client *kgo.Client, options consumeOptions) (kgo.Fetches, error) {
+	if !options.exitAtEnd {
+		return client.PollFetches(ctx), nil
+	}
+	attempt, cancel := context.WithTimeout(ctx, options.timeout)
+	defer cancel()
+	fetches := client.PollFetches(attempt)
+	if attempt.Err() != nil && ctx.Err() == nil && fetches.NumRecords() == 0 {
+		return nil, fmt.Errorf("consume: no records within %s, before the end was reached", options.timeout)
+	}
+	return fetches, nil
 }
