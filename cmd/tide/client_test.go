@@ -104,7 +104,7 @@ func TestTopicProduceConsume(t *testing.T) {
 		t.Skip("serves a node; skipped with -short")
 	}
 	bootstrap := "--bootstrap=" + serveNode(t)
-	mustRun(t, "", "created topic orders: 2 partitions", "topic", "create", "orders", "--partitions", "2", bootstrap)
+	mustRun(t, "", "created topic orders (partitions 2, replication factor 1)", "topic", "create", "orders", "--partitions", "2", bootstrap)
 	mustRun(t, "", "orders\n", "topic", "list", bootstrap)
 	var input strings.Builder
 	for i := range 100 {
@@ -112,7 +112,7 @@ func TestTopicProduceConsume(t *testing.T) {
 	}
 	mustRun(t, input.String(), "", "produce", "orders", "--key-separator", ":", bootstrap)
 	described := mustRun(t, "", "partition 1: leader 1, leader epoch 0, replicas [1], isr [1], offline []", "topic", "describe", "orders", bootstrap)
-	if !strings.Contains(described, "topic orders: 2 partitions") || strings.Count(described, "earliest 0 latest ") != 2 {
+	if !strings.Contains(described, "topic orders: partitions 2") || strings.Count(described, "earliest 0 latest ") != 2 {
 		t.Fatalf("describe:\n%s", described)
 	}
 	consumed := mustRun(t, "", "", "consume", "orders", "--exit-at-end", bootstrap)

@@ -74,7 +74,7 @@ func newTopicCreateCommand(options *clientOptions) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("create topic %s: %w", args[0], err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "created topic %s: %d partitions, replication factor %d\n", args[0], partitions, replicationFactor)
+			fmt.Fprintf(cmd.OutOrStdout(), "created topic %s (partitions %d, replication factor %d)\n", args[0], partitions, replicationFactor)
 			return nil
 		},
 	}
@@ -148,7 +148,7 @@ func newTopicDescribeCommand(options *clientOptions) *cobra.Command {
 // earliest offset is the log start offset and the latest the high
 // watermark, the range [earliest, latest) a consumer can read.
 func printTopic(out io.Writer, name string, topic kmsg.MetadataResponseTopic, offsets partitionOffsets) {
-	fmt.Fprintf(out, "topic %s: %d partitions\n", name, len(topic.Partitions))
+	fmt.Fprintf(out, "topic %s: partitions %d\n", name, len(topic.Partitions))
 	for _, p := range topic.Partitions {
 		status := "offsets unknown without a leader"
 		if known, ok := offsets[p.Partition]; ok {
