@@ -64,6 +64,12 @@ type LifecycleConfig struct {
 	MaxEntries int
 	// NewNode creates the node once the incarnation has an epoch.
 	NewNode func(metadata.BrokerEpoch) *Node
+	// FirstRequestID numbers this incarnation's requests from here on. It
+	// must differ between incarnations by more than any one makes: the
+	// controller answers a broker id, not a connection, so an answer to a
+	// request of the process that crashed can reach its successor, and
+	// taken for its own it would hand it the old incarnation's epoch.
+	FirstRequestID uint64
 }
 
 // Outgoing is a request for a controller.
@@ -82,7 +88,8 @@ func NewLifecycle(config LifecycleConfig) (*Lifecycle, error) {
 	if len(config.Voters) == 0 || config.HeartbeatTicks < 1 || config.RequestTimeoutTicks < 1 || config.NewNode == nil || config.Incarnation == "" {
 		return nil, errors.New("broker: lifecycle needs voters, an incarnation, a node constructor and positive intervals")
 	}
-	return &Lifecycle{config: config, epoch: metadata.NoBrokerEpoch, target: config.Voters[0], alters: map[uint64]replica.ISRChange{}}, nil
+	return &Lifecycle{config: config, epoch: metadata.NoBrokerEpoch, target: config.Voters[0], alters: map[uint64]replica.ISRChange{},
+		nextID: config.FirstRequestID}, nil
 }
 
 // Node is the running node, nil until registered.

@@ -171,3 +171,36 @@ func TestLifecycleFetchMetadataSoon(t *testing.T) {
 		t.Fatalf("a second heartbeat with one in flight: %v", requests)
 	}
 }
+
+// An answer to the registration of the incarnation that crashed, reaching
+// its successor (the controller answers a broker id), is not the
+// successor's: it would hand it the old incarnation's epoch.
+func TestLifecycleIgnoresAnswersToAnEarlierIncarnation(t *testing.T) {
+	config := LifecycleConfig{ID: 4, Incarnation: "b4-1", PreviousEpoch: metadata.NoBrokerEpoch, Voters: []metadata.BrokerID{1},
+		HeartbeatTicks: 2, RequestTimeoutTicks: 50, MaxEntries: 10, NewNode: func(metadata.BrokerEpoch) *Node { return newTestNode(t, 4) },
+		FirstRequestID: 1 << 40}
+	first, err := NewLifecycle(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Tick()
+	old := first.TakeRequests()[0].Request
+	config.Incarnation, config.FirstRequestID = "b4-2", 2<<40
+	second, err := NewLifecycle(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second.Tick()
+	current := second.TakeRequests()[0].Request
+	if current.ID == old.ID {
+		t.Fatalf("two incarnations sent request id %d", old.ID)
+	}
+	second.HandleAnswer(quorum.Answer{ID: old.ID, To: 4, ControllerEpoch: 1, Leader: 1, Register: &quorum.RegisterAnswer{Epoch: 19}})
+	if second.Node() != nil {
+		t.Fatal("the successor took the crashed incarnation's epoch")
+	}
+	second.HandleAnswer(quorum.Answer{ID: current.ID, To: 4, ControllerEpoch: 1, Leader: 1, Register: &quorum.RegisterAnswer{Epoch: 20}})
+	if second.Epoch() != 20 {
+		t.Fatalf("epoch %d, want its own, 20", second.Epoch())
+	}
+}

@@ -34,6 +34,9 @@ func (s *Server) openLifecycle() error {
 		ID: c.ID, Incarnation: fmt.Sprintf("b%d-%d", c.ID, time.Now().UnixNano()), PreviousEpoch: previous,
 		Voters: c.voters(), HeartbeatTicks: c.ticks(c.BrokerHeartbeat), RequestTimeoutTicks: c.ticks(2 * c.BrokerHeartbeat),
 		MaxEntries: 10000, NewNode: s.newNode,
+		// Nanoseconds since 1970 grow faster than any incarnation numbers
+		// requests, so two starts never share ids.
+		FirstRequestID: uint64(time.Now().UnixNano()),
 	})
 	if err != nil {
 		return err

@@ -131,6 +131,7 @@ func (w *world) startBroker(b *brokerProcess) {
 		ID: b.id, Incarnation: fmt.Sprintf("b%d-%d", b.id, b.incarnation), PreviousEpoch: b.cleanEpoch,
 		Voters: w.voters, HeartbeatTicks: heartbeatTicks, RequestTimeoutTicks: controllerRequestTicks,
 		MaxEntries: maxMetadataPerAnswer, NewNode: func(epoch metadata.BrokerEpoch) *broker.Node { return w.newNode(b, epoch) },
+		FirstRequestID: uint64(b.incarnation) << 40,
 	})
 	if err != nil {
 		panic(err)
