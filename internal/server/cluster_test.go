@@ -96,17 +96,8 @@ func (c *processCluster) kill(id metadata.BrokerID) {
 func (c *processCluster) stopAll() {
 	for id, cmd := range c.processes {
 		cmd.Process.Signal(syscall.SIGCONT)
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				c.t.Errorf("node %d did not stop cleanly: %v", id, err)
-			}
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			c.t.Errorf("node %d ignored SIGTERM", id)
+		if err := terminate(cmd); err != nil {
+			c.t.Errorf("node %d: %v", id, err)
 		}
 		c.logs[id].Close()
 	}
@@ -115,6 +106,24 @@ func (c *processCluster) stopAll() {
 			text, _ := os.ReadFile(c.dirs[id] + ".log")
 			c.t.Logf("node %d log (tail):\n%s", id, tail(string(text), 30))
 		}
+	}
+}
+
+// terminate stops a process with SIGTERM (a controlled shutdown) and waits
+// for it to exit cleanly, killing it after 15 s.
+func terminate(cmd *exec.Cmd) error {
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("did not stop cleanly: %w", err)
+		}
+		return nil
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		return fmt.Errorf("ignored SIGTERM")
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,18 +20,8 @@ import (
 // stop stops a node with SIGTERM (a controlled shutdown) and waits for it.
 func (c *processCluster) stop(id metadata.BrokerID) {
 	c.t.Helper()
-	cmd := c.processes[id]
-	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			c.t.Fatalf("node %d did not stop cleanly: %v", id, err)
-		}
-	case <-time.After(15 * time.Second):
-		cmd.Process.Kill()
-		c.t.Fatalf("node %d ignored SIGTERM", id)
+	if err := terminate(c.processes[id]); err != nil {
+		c.t.Fatalf("node %d: %v", id, err)
 	}
 	delete(c.processes, id)
 	c.logs[id].Close()
