@@ -166,31 +166,43 @@ func shortenRun(failing Options, best Result, attempt func(Options) bool) {
 			failing, failingTicks = candidate, tick
 		}
 	}
-	passingTicks := int64(0)
-	for failingTicks-passingTicks > max(10, failingTicks/50) {
-		middle := (passingTicks + failingTicks) / 2
-		candidate := failing
-		candidate.RunTicks = middle
-		if attempt(candidate) {
-			failing, failingTicks = candidate, middle
-		} else {
-			passingTicks = middle
-		}
-	}
+	bisect(failingTicks, 0, func(failing, passing int64) bool { return failing-passing <= max(10, failing/50) },
+		func(ticks int64) bool {
+			candidate := failing
+			candidate.RunTicks = ticks
+			if !attempt(candidate) {
+				return false
+			}
+			failing = candidate
+			return true
+		})
 }
 
 // delayFaults bisects the tick faults start at: the faults long before the
 // violation are often not needed, and a run without them reads shorter.
 func delayFaults(failing Options, best Result, attempt func(Options) bool) {
-	failingFrom, passingFrom := failing.FaultsFrom, min(best.Violation.Tick, failing.runTicks())
-	for passingFrom-failingFrom > max(10, passingFrom/50) {
-		middle := (failingFrom + passingFrom) / 2
-		candidate := failing
-		candidate.FaultsFrom = middle
-		if attempt(candidate) {
-			failing, failingFrom = candidate, middle
+	bisect(failing.FaultsFrom, min(best.Violation.Tick, failing.runTicks()),
+		func(failing, passing int64) bool { return passing-failing <= max(10, passing/50) },
+		func(from int64) bool {
+			candidate := failing
+			candidate.FaultsFrom = from
+			if !attempt(candidate) {
+				return false
+			}
+			failing = candidate
+			return true
+		})
+}
+
+// bisect narrows the gap between a value known to fail and one known to
+// pass by trying the middle, until close says the two are close enough.
+func bisect(failing, passing int64, close func(failing, passing int64) bool, try func(int64) bool) {
+	for !close(failing, passing) {
+		middle := (failing + passing) / 2
+		if try(middle) {
+			failing = middle
 		} else {
-			passingFrom = middle
+			passing = middle
 		}
 	}
 }
