@@ -40,6 +40,7 @@ type Config struct {
 	// Replica tick intervals; see replica.Config.
 	ReplicaLagTicks    int64
 	FetchRetryTicks    int64
+	FetchTimeoutTicks  int64
 	ProposalRetryTicks int64
 	MaxPendingProduces int
 	// Rules is the zero value outside the simulator and the scenarios.
@@ -291,6 +292,7 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	r, err := replica.New(replica.Config{
 		Broker: n.config.ID, Partition: tp, MinInsyncReplicas: config.MinInsyncReplicas,
 		ReplicaLagTicks: n.config.ReplicaLagTicks, FetchRetryTicks: n.config.FetchRetryTicks,
+		FetchTimeoutTicks:  n.config.FetchTimeoutTicks,
 		ProposalRetryTicks: n.config.ProposalRetryTicks, FlushAlways: n.config.FlushAlways,
 		MaxBatchBytes: n.config.MaxBatchBytes, MaxPendingProduces: n.config.MaxPendingProduces,
 		Rules: n.config.Rules,

@@ -130,7 +130,11 @@ func (r *Replica) HandleOffsetsForLeaderEpochResponse(answer OffsetsForLeaderEpo
 // the response was lost. A late response to the old request is discarded.
 func (r *Replica) maybeRetryFetch() {
 	f := &r.follower
-	if (f.inFlight != nil || f.inFlightOffsets != nil) && r.now-f.inFlightTick >= r.config.FetchRetryTicks {
+	timeout := r.config.FetchTimeoutTicks
+	if timeout == 0 {
+		timeout = r.config.FetchRetryTicks
+	}
+	if (f.inFlight != nil || f.inFlightOffsets != nil) && r.now-f.inFlightTick >= timeout {
 		f.inFlight, f.inFlightOffsets = nil, nil
 	}
 	r.maybeFetch()

@@ -45,9 +45,15 @@ type Config struct {
 	// ReplicaLagTicks is replica.lag.time.max.ms in ticks: a follower that
 	// has not caught up for longer leaves the ISR.
 	ReplicaLagTicks int64
-	// FetchRetryTicks is how long a follower waits for a fetch response, or
-	// backs off after an error, before it fetches again.
+	// FetchRetryTicks is how long a follower backs off after an error
+	// before it fetches again, and, unless FetchTimeoutTicks is set, how
+	// long it waits for a fetch response.
 	FetchRetryTicks int64
+	// FetchTimeoutTicks is how long a follower waits for a fetch response
+	// before it sends the fetch again; 0 means FetchRetryTicks. Over a
+	// network whose leader holds fetches in a long poll it must exceed the
+	// poll, or every parked fetch would be sent twice.
+	FetchTimeoutTicks int64
 	// ProposalRetryTicks is how long a leader waits for an AlterPartition
 	// answer before it may propose again.
 	ProposalRetryTicks int64
@@ -69,7 +75,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("replica: broker id %d", c.Broker)
 	case c.MinInsyncReplicas < 1:
 		return fmt.Errorf("replica: min.insync.replicas %d below 1", c.MinInsyncReplicas)
-	case c.ReplicaLagTicks < 1 || c.FetchRetryTicks < 1 || c.ProposalRetryTicks < 1:
+	case c.ReplicaLagTicks < 1 || c.FetchRetryTicks < 1 || c.ProposalRetryTicks < 1 || c.FetchTimeoutTicks < 0:
 		return fmt.Errorf("replica: tick intervals must be positive")
 	case c.MaxBatchBytes < record.HeaderSize || c.MaxPendingProduces < 1:
 		return fmt.Errorf("replica: limits must be positive")

@@ -229,10 +229,11 @@ func (b *kafkaBackend) drain() {
 	}
 	for {
 		b.s.lifecycle.Collect()
-		// Replication between brokers travels with the Kafka protocol's
-		// inter-broker fetch, which this runtime does not carry yet: peer
-		// traffic is dropped, and followers do not catch up.
+		// A follower's requests to its leaders go to the fetchers; a
+		// leader's answers to followers come back as client answers, since
+		// followers' fetches arrive over the Kafka listener.
 		outbox := node.TakeOutbox()
+		b.s.replication.enqueue(outbox.Peers)
 		for _, answer := range outbox.Clients {
 			b.deliver(answer)
 		}

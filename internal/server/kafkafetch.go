@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/tidelog/tide/internal/broker"
+	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
 	"github.com/tidelog/tide/internal/wire"
@@ -42,7 +43,7 @@ type partitionPosition struct {
 // per pass of the node loop, so a waiting fetch costs the replica one read
 // per change, not one per tick.
 func (b *kafkaBackend) Fetch(request wire.FetchRequest, done func([]replica.FetchResponse)) {
-	if request.ReplicaID != replica.ConsumerReplicaID {
+	if request.ReplicaID != replica.ConsumerReplicaID && request.ReplicaEpoch == metadata.NoBrokerEpoch {
 		done(refuseFollowerFetch(request))
 		return
 	}
@@ -50,11 +51,14 @@ func (b *kafkaBackend) Fetch(request wire.FetchRequest, done func([]replica.Fetc
 	b.serveFetch(fetch)
 }
 
-// refuseFollowerFetch answers a fetch that names a replica id with
-// CLUSTER_AUTHORIZATION_FAILED for every partition, as Kafka answers a
-// client without the ClusterAction right. Replication does not run over the
-// Kafka listener yet, and a follower's fetch moves the high watermark and
-// the ISR: no client may stand in for a follower.
+// refuseFollowerFetch answers a fetch that names a replica id but no broker
+// epoch with CLUSTER_AUTHORIZATION_FAILED for every partition, as Kafka
+// answers a client without the ClusterAction right. A follower's fetch
+// moves the high watermark and the ISR, and the leader must know which
+// incarnation of the follower has the log it claims (KIP-903): tide's
+// followers always say (ReplicaState), so a fetch that does not is a
+// client standing in for a follower. This is a guard against mistakes,
+// not authentication: tide has no authentication yet.
 func refuseFollowerFetch(request wire.FetchRequest) []replica.FetchResponse {
 	answers := make([]replica.FetchResponse, len(request.Partitions))
 	for i, partition := range request.Partitions {

@@ -62,7 +62,11 @@ func (s *Server) newNode(epoch metadata.BrokerEpoch) *broker.Node {
 	return broker.New(broker.Config{
 		ID: c.ID, FS: s.fs, Dir: path.Join(c.DataDir, "partitions"), FlushAlways: true,
 		SegmentBytes: segmentBytes, MaxBatchBytes: maxBatchBytes,
-		ReplicaLagTicks: c.ticks(30 * time.Second), FetchRetryTicks: c.ticks(500 * time.Millisecond),
+		// A follower backs off 100 ms after an error, and gives a fetch up
+		// well past the leader's long poll (replicaFetchMaxWait); the
+		// fetcher fails requests on a broken connection before that.
+		ReplicaLagTicks: c.ticks(30 * time.Second), FetchRetryTicks: c.ticks(100 * time.Millisecond),
+		FetchTimeoutTicks:  c.ticks(replicaFetchMaxWait + 2*replicaRequestTimeout),
 		ProposalRetryTicks: c.ticks(5 * time.Second), MaxPendingProduces: 10000,
 	}, epoch)
 }
@@ -98,6 +102,22 @@ type Status struct {
 	Brokers []StatusBroker `json:"brokers"`
 	// Metadata is the broker's image as text (metadata.Image.Describe).
 	Metadata string `json:"metadata"`
+	// Partitions are the replicas this broker hosts.
+	Partitions []StatusPartition `json:"partitions"`
+	// FetchErrors counts the partition errors this broker's fetchers got
+	// from leaders, by Kafka error name (FENCED_LEADER_EPOCH: a zombie
+	// follower was turned away).
+	FetchErrors map[string]int64 `json:"fetch_errors"`
+}
+
+// StatusPartition is one hosted replica.
+type StatusPartition struct {
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	Role          string `json:"role"`
+	LeaderEpoch   int32  `json:"leader_epoch"`
+	HighWatermark int64  `json:"high_watermark"`
+	LogEndOffset  int64  `json:"log_end_offset"`
 }
 
 func (s *Server) status() []byte {
@@ -115,7 +135,14 @@ func (s *Server) status() []byte {
 		if state, ok := img.Broker(s.config.ID); ok {
 			status.Fenced = state.Fenced || state.Epoch != s.lifecycle.Epoch()
 		}
+		for _, tp := range node.Partitions() {
+			r, _, _ := node.Replica(tp)
+			status.Partitions = append(status.Partitions, StatusPartition{Topic: tp.Topic, Partition: tp.Partition,
+				Role: r.Role().String(), LeaderEpoch: int32(r.State().LeaderEpoch),
+				HighWatermark: int64(r.HighWatermark()), LogEndOffset: int64(r.LogEndOffset())})
+		}
 	}
+	status.FetchErrors = s.replication.errorCounts()
 	text, _ := json.Marshal(status)
 	return text
 }

@@ -30,7 +30,9 @@ type Server struct {
 	lifecycle *broker.Lifecycle
 	listener  net.Listener
 	kafka     *kafkaListener
-	links     map[metadata.BrokerID]*link
+	// replication fetches, as a follower, from the partitions' leaders.
+	replication *replication
+	links       map[metadata.BrokerID]*link
 	// brokers are the connections brokers opened to this node's
 	// controller, by broker id, for sending their answers back.
 	brokers map[metadata.BrokerID]*conn
@@ -51,6 +53,9 @@ type event struct {
 	payload []byte
 	// answer takes the response to a Kafka request (eventKafkaRequest).
 	answer func([]byte, error)
+	// fetcher and client are a replica fetcher and its connection.
+	fetcher *fetcher
+	client  *clientConn
 }
 
 const (
@@ -60,6 +65,9 @@ const (
 	eventLinkUp
 	eventLinkDown
 	eventKafkaRequest
+	eventFetcherUp
+	eventFetcherDown
+	eventFetcherResponse
 )
 
 // New opens a node's storage and its listener; Run runs it.
@@ -71,6 +79,7 @@ func New(config Config) (*Server, error) {
 	s := &Server{config: config, log: config.Logger.With("node", int(config.ID)), fs: disk.OS(),
 		links: map[metadata.BrokerID]*link{}, brokers: map[metadata.BrokerID]*conn{},
 		inbox: make(chan event, 1024), stopped: make(chan struct{})}
+	s.replication = newReplication(s)
 	if err := s.fs.MkdirAll(config.DataDir); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
@@ -133,6 +142,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel()
 	go s.acceptLoop(loopCtx)
 	go s.acceptKafka(loopCtx)
+	s.replication.ctx = loopCtx
 	for _, l := range s.links {
 		go l.dialLoop(loopCtx)
 	}
@@ -204,6 +214,7 @@ func (s *Server) tick() {
 	}
 	s.lifecycle.Tick()
 	s.kafka.backend.tick()
+	s.replication.tick()
 }
 
 // handle takes one event from a connection.
@@ -227,6 +238,12 @@ func (s *Server) handle(e event) {
 		s.handleFrame(e)
 	case eventKafkaRequest:
 		s.kafka.handler.Handle(e.payload, e.answer)
+	case eventFetcherUp:
+		e.fetcher.connected(e.client)
+	case eventFetcherDown:
+		e.fetcher.fail(e.client, "connection closed")
+	case eventFetcherResponse:
+		e.fetcher.received(e.client, e.payload)
 	}
 }
 
@@ -282,6 +299,7 @@ func (s *Server) handleAnswer(answer quorum.Answer) {
 // Ready.
 func (s *Server) flush() error {
 	s.kafka.backend.drain()
+	s.replication.sendAll()
 	s.lifecycle.Collect()
 	for _, out := range s.lifecycle.TakeRequests() {
 		if out.To == s.config.ID && s.quorum != nil {

@@ -43,8 +43,13 @@ import (
 //   - ReplicaID (v0-v14) is the follower's broker id, -1 for consumers;
 //     other negative ids (-2, debugging) are read as a consumer's, which
 //     never sees past the high watermark.
-//   - v13+ (topic ids, KIP-516) and v15+ (ReplicaState with the broker
-//     epoch, KIP-903) are not served yet.
+//   - ReplicaState (KIP-903: the follower's broker id and broker epoch) is
+//     a tagged field, tag 1, which Kafka sends from v15 on. tide's
+//     followers fetch with v12, because v13+ name topics by id, and send it
+//     there too: a tagged field any v12 reader may skip. A follower fetch
+//     without it, or whose ReplicaState names another broker, carries no
+//     broker epoch, and the Backend may refuse it.
+//   - v13+ (topic ids, KIP-516) are not served yet.
 
 func init() { register(1, 4, 12, (*Handler).handleFetch) }
 
@@ -96,8 +101,12 @@ func (h *Handler) fetchRequest(request *kmsg.FetchRequest, partitions int) Fetch
 	if replicaID < 0 {
 		replicaID = replica.ConsumerReplicaID
 	}
+	replicaEpoch := metadata.NoBrokerEpoch
+	if replicaID >= 0 && request.ReplicaState.ID == request.ReplicaID && request.ReplicaState.Epoch >= 0 {
+		replicaEpoch = metadata.BrokerEpoch(request.ReplicaState.Epoch)
+	}
 	fetch := FetchRequest{
-		ReplicaID: replicaID, ReplicaEpoch: metadata.NoBrokerEpoch,
+		ReplicaID: replicaID, ReplicaEpoch: replicaEpoch,
 		MaxWaitTicks: h.config.ticks(request.MaxWaitMillis), MinBytes: request.MinBytes, MaxBytes: request.MaxBytes,
 		IsolationLevel: IsolationLevel(request.IsolationLevel),
 		Partitions:     make([]FetchPartition, 0, partitions),
@@ -109,7 +118,7 @@ func (h *Handler) fetchRequest(request *kmsg.FetchRequest, partitions int) Fetch
 			fetch.Partitions = append(fetch.Partitions, FetchPartition{
 				TopicPartition: metadata.TopicPartition{Topic: topic.Topic, Partition: partition.Partition},
 				FetchRequest: replica.FetchRequest{
-					ID: uint64(len(fetch.Partitions)), ReplicaID: replicaID, ReplicaEpoch: metadata.NoBrokerEpoch,
+					ID: uint64(len(fetch.Partitions)), ReplicaID: replicaID, ReplicaEpoch: replicaEpoch,
 					CurrentLeaderEpoch: record.LeaderEpoch(partition.CurrentLeaderEpoch),
 					FetchOffset:        record.Offset(partition.FetchOffset),
 					LastFetchedEpoch:   record.LeaderEpoch(partition.LastFetchedEpoch),

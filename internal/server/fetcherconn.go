@@ -1,0 +1,119 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// clientConn is a fetcher's Kafka connection to its source broker: a
+// writer goroutine drains a bounded queue of requests, and the dial loop's
+// goroutine reads responses and hands them to the node loop.
+type clientConn struct {
+	c       net.Conn
+	queue   chan []byte
+	done    chan struct{}
+	closing sync.Once
+}
+
+// clientQueueLength bounds the requests queued on a fetcher connection; a
+// fetcher has at most one Fetch and a few OffsetForLeaderEpoch requests in
+// flight.
+const clientQueueLength = 64
+
+func newClientConn(c net.Conn) *clientConn {
+	cn := &clientConn{c: c, queue: make(chan []byte, clientQueueLength), done: make(chan struct{})}
+	go cn.writeLoop()
+	return cn
+}
+
+// send queues a request; it never blocks, and reports false when the queue
+// is full or the connection closed.
+func (cn *clientConn) send(request []byte) bool {
+	select {
+	case <-cn.done:
+		return false
+	case cn.queue <- request:
+		return true
+	default:
+		return false
+	}
+}
+
+func (cn *clientConn) writeLoop() {
+	for {
+		select {
+		case <-cn.done:
+			return
+		case request := <-cn.queue:
+			cn.c.SetWriteDeadline(time.Now().Add(writeTimeout))
+			if _, err := cn.c.Write(request); err != nil {
+				cn.close()
+				return
+			}
+		}
+	}
+}
+
+// readResponse reads one size-prefixed response.
+func (cn *clientConn) readResponse() ([]byte, error) {
+	var prefix [4]byte
+	if _, err := io.ReadFull(cn.c, prefix[:]); err != nil {
+		return nil, err
+	}
+	size := int32(binary.BigEndian.Uint32(prefix[:]))
+	if size < 4 || size > maxReplicaResponseBytes {
+		return nil, fmt.Errorf("response of %d bytes", size)
+	}
+	payload := make([]byte, size)
+	if _, err := io.ReadFull(cn.c, payload); err != nil {
+		return nil, err
+	}
+	return payload, nil
+}
+
+func (cn *clientConn) close() {
+	cn.closing.Do(func() {
+		close(cn.done)
+		cn.c.Close()
+	})
+}
+
+// dialLoop keeps a connection to the source's Kafka listener up until ctx
+// ends, handing each connection and each response to the node loop.
+func (f *fetcher) dialLoop(ctx context.Context) {
+	backoff := backoffInitial
+	for ctx.Err() == nil {
+		dialer := net.Dialer{Timeout: dialTimeout}
+		c, err := dialer.DialContext(ctx, "tcp", f.address)
+		if err != nil {
+			f.r.s.log.Debug("replica fetcher dial failed", "source", int(f.source), "address", f.address, "error", err)
+			if !sleep(ctx, backoff) {
+				return
+			}
+			backoff = min(2*backoff, backoffMax)
+			continue
+		}
+		backoff = backoffInitial
+		cn := newClientConn(c)
+		stop := context.AfterFunc(ctx, cn.close)
+		f.r.s.post(event{kind: eventFetcherUp, fetcher: f, client: cn})
+		for {
+			payload, err := cn.readResponse()
+			if err != nil {
+				break
+			}
+			f.r.s.post(event{kind: eventFetcherResponse, fetcher: f, client: cn, payload: payload})
+		}
+		stop()
+		cn.close()
+		f.r.s.post(event{kind: eventFetcherDown, fetcher: f, client: cn})
+		if !sleep(ctx, backoffInitial) {
+			return
+		}
+	}
+}

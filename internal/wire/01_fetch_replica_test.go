@@ -1,0 +1,47 @@
+package wire
+
+import (
+	"testing"
+
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/replica"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A follower's v12 fetch carries its broker epoch in ReplicaState, tag 1,
+// through the encoding: the tag survives bytes in, and a ReplicaState that
+// names another broker, or none, gives no epoch.
+func TestFetchReplicaStateAtV12(t *testing.T) {
+	h := newTestHandler(t, newFakeBackend())
+	for _, c := range []struct {
+		name       string
+		replicaID  int32
+		stateID    int32
+		stateEpoch int64
+		wantID     metadata.BrokerID
+		wantEpoch  metadata.BrokerEpoch
+	}{
+		{"follower with its epoch", 2, 2, 77, 2, 77},
+		{"follower without ReplicaState", 2, -1, -1, 2, metadata.NoBrokerEpoch},
+		{"ReplicaState of another broker", 2, 3, 77, 2, metadata.NoBrokerEpoch},
+		{"consumer", -1, 2, 77, replica.ConsumerReplicaID, metadata.NoBrokerEpoch},
+	} {
+		request := testFetchRequest(12, 0, 5)
+		request.ReplicaID = c.replicaID
+		request.ReplicaState.ID, request.ReplicaState.Epoch = c.stateID, c.stateEpoch
+		decoded := kmsg.NewPtrFetchRequest()
+		decoded.Version = 12
+		if err := decoded.ReadFrom(request.AppendTo(nil)); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		fetch := h.fetchRequest(decoded, 3)
+		if fetch.ReplicaID != c.wantID || fetch.ReplicaEpoch != c.wantEpoch {
+			t.Fatalf("%s: replica %d epoch %d, want %d and %d", c.name, fetch.ReplicaID, fetch.ReplicaEpoch, c.wantID, c.wantEpoch)
+		}
+		for _, partition := range fetch.Partitions {
+			if partition.ReplicaID != c.wantID || partition.ReplicaEpoch != c.wantEpoch {
+				t.Fatalf("%s: partition %s has replica %d epoch %d", c.name, partition.TopicPartition, partition.ReplicaID, partition.ReplicaEpoch)
+			}
+		}
+	}
+}
