@@ -44,6 +44,9 @@ const (
 	// offsetsVersion is OffsetForLeaderEpoch's: v3 is the first with the
 	// replica id and v4 is flexible; v3 suffices.
 	offsetsVersion = 3
+	// listOffsetsVersion is the ListOffsets a follower sends after
+	// OFFSET_OUT_OF_RANGE: v4 carries CurrentLeaderEpoch.
+	listOffsetsVersion = 4
 	// replicaFetchMaxWait is replica.fetch.wait.max.ms, replicaFetchMinBytes
 	// replica.fetch.min.bytes and replicaFetchMaxBytes
 	// replica.fetch.response.max.bytes.
@@ -66,6 +69,8 @@ type replication struct {
 	fetchers map[metadata.BrokerID]*fetcher
 	// unknown are the brokers without a Kafka address, logged once.
 	unknown map[metadata.BrokerID]bool
+	// now counts the node loop's ticks.
+	now int64
 	// errors counts the partition errors fetchers received, by Kafka error
 	// name, for Status: how an operator (and a test) sees a follower fenced.
 	errors map[string]int64
@@ -98,9 +103,13 @@ type fetcher struct {
 
 // sentRequest is one request on the wire: what each partition asked.
 type sentRequest struct {
-	fetches  map[metadata.TopicPartition]replica.FetchRequest
-	offsets  map[metadata.TopicPartition]replica.OffsetsForLeaderEpochRequest
-	deadline time.Time
+	fetches map[metadata.TopicPartition]replica.FetchRequest
+	offsets map[metadata.TopicPartition]replica.OffsetsForLeaderEpochRequest
+	// outOfRange are fetch answers of OFFSET_OUT_OF_RANGE held back while a
+	// ListOffsets asks the leader for its log end offset.
+	outOfRange map[metadata.TopicPartition]replica.FetchResponse
+	// deadline is the replication tick past which the response is overdue.
+	deadline int64
 }
 
 // enqueue takes the node's peer messages: each replaces what its partition
@@ -207,11 +216,11 @@ func (f *fetcher) send() {
 	clear(f.order[len(kept):])
 	f.order = kept
 	if offsets != nil {
-		f.write(offsets, &sentRequest{offsets: asked, deadline: time.Now().Add(replicaRequestTimeout)})
+		f.write(offsets, &sentRequest{offsets: asked, deadline: f.r.deadline(replicaRequestTimeout)})
 	}
 	if fetch != nil {
 		f.fetching = true
-		f.write(fetch, &sentRequest{fetches: fetched, deadline: time.Now().Add(replicaFetchMaxWait + replicaRequestTimeout)})
+		f.write(fetch, &sentRequest{fetches: fetched, deadline: f.r.deadline(replicaFetchMaxWait + replicaRequestTimeout)})
 	}
 }
 
@@ -311,6 +320,10 @@ func (f *fetcher) failRequest(sent *sentRequest, code int16) {
 		f.deliver(tp, broker.PeerMessage{OffsetsForLeaderEpochAnswer: &replica.OffsetsForLeaderEpochAnswer{ID: sent.offsets[tp].ID,
 			ErrorCode: code, LeaderEpoch: record.NoLeaderEpoch, EndOffset: -1}})
 	}
+	for _, tp := range sortedPartitions(sent.outOfRange) {
+		answer := sent.outOfRange[tp] // still OFFSET_OUT_OF_RANGE, without a log end
+		f.deliver(tp, broker.PeerMessage{FetchResponse: &answer})
+	}
 }
 
 func sortedPartitions[V any](m map[metadata.TopicPartition]V) []metadata.TopicPartition {
@@ -359,10 +372,13 @@ func (f *fetcher) received(client *clientConn, payload []byte) {
 	}
 	delete(f.inFlight, correlation)
 	var err error
-	if sent.fetches != nil {
+	switch {
+	case sent.fetches != nil:
 		f.fetching = false
 		err = f.fetchResponse(sent, payload[4:])
-	} else {
+	case sent.outOfRange != nil:
+		err = f.listOffsetsResponse(sent, payload[4:])
+	default:
 		err = f.offsetsResponse(sent, payload[4:])
 	}
 	if err != nil {
@@ -383,6 +399,7 @@ func (f *fetcher) fetchResponse(sent *sentRequest, body []byte) error {
 		return fmt.Errorf("fetch response: %w", err)
 	}
 	answered := map[metadata.TopicPartition]bool{}
+	outOfRange := map[metadata.TopicPartition]replica.FetchResponse{}
 	for _, topic := range response.Topics {
 		for _, partition := range topic.Partitions {
 			tp := metadata.TopicPartition{Topic: topic.Topic, Partition: partition.Partition}
@@ -401,9 +418,14 @@ func (f *fetcher) fetchResponse(sent *sentRequest, body []byte) error {
 				answer.DivergingEpoch = &replica.EpochEndOffset{Epoch: record.LeaderEpoch(partition.DivergingEpoch.Epoch),
 					EndOffset: record.Offset(partition.DivergingEpoch.EndOffset)}
 			}
+			if answer.ErrorCode == kerr.OffsetOutOfRange.Code {
+				outOfRange[tp] = answer
+				continue
+			}
 			f.deliver(tp, broker.PeerMessage{FetchResponse: &answer})
 		}
 	}
+	f.askLogEnd(outOfRange, sent.fetches)
 	missing := &sentRequest{fetches: map[metadata.TopicPartition]replica.FetchRequest{}}
 	for tp, asked := range sent.fetches {
 		if !answered[tp] {
@@ -443,6 +465,56 @@ func (f *fetcher) offsetsResponse(sent *sentRequest, body []byte) error {
 	return nil
 }
 
+// askLogEnd asks the leader for the log end offset of each partition whose
+// fetch was OFFSET_OUT_OF_RANGE, which a Fetch response does not carry and
+// the follower needs: ahead of the leader's log end it truncates to it
+// (Kafka's fetchOffsetAndTruncate asks ListOffsets the same way). A
+// ListOffsets from a replica id is answered with the log end offset, not
+// the high watermark.
+func (f *fetcher) askLogEnd(outOfRange map[metadata.TopicPartition]replica.FetchResponse, asked map[metadata.TopicPartition]replica.FetchRequest) {
+	if len(outOfRange) == 0 {
+		return
+	}
+	request := kmsg.NewPtrListOffsetsRequest()
+	request.Version = listOffsetsVersion
+	request.ReplicaID = int32(f.r.s.config.ID)
+	for _, tp := range sortedPartitions(outOfRange) {
+		partition := kmsg.NewListOffsetsRequestTopicPartition()
+		partition.Partition, partition.Timestamp = tp.Partition, -1
+		partition.CurrentLeaderEpoch = int32(asked[tp].CurrentLeaderEpoch)
+		i := slices.IndexFunc(request.Topics, func(topic kmsg.ListOffsetsRequestTopic) bool { return topic.Topic == tp.Topic })
+		if i < 0 {
+			topic := kmsg.NewListOffsetsRequestTopic()
+			topic.Topic = tp.Topic
+			request.Topics, i = append(request.Topics, topic), len(request.Topics)
+		}
+		request.Topics[i].Partitions = append(request.Topics[i].Partitions, partition)
+	}
+	f.write(request, &sentRequest{outOfRange: outOfRange, deadline: f.r.deadline(replicaRequestTimeout)})
+}
+
+func (f *fetcher) listOffsetsResponse(sent *sentRequest, body []byte) error {
+	response := kmsg.NewPtrListOffsetsResponse()
+	response.Version = listOffsetsVersion
+	if err := response.ReadFrom(body); err != nil {
+		return fmt.Errorf("ListOffsets response: %w", err)
+	}
+	for _, topic := range response.Topics {
+		for _, partition := range topic.Partitions {
+			tp := metadata.TopicPartition{Topic: topic.Topic, Partition: partition.Partition}
+			if answer, ok := sent.outOfRange[tp]; ok && partition.ErrorCode == 0 {
+				answer.LogEndOffset = record.Offset(partition.Offset)
+				sent.outOfRange[tp] = answer
+			}
+		}
+	}
+	for _, tp := range sortedPartitions(sent.outOfRange) {
+		answer := sent.outOfRange[tp]
+		f.deliver(tp, broker.PeerMessage{FetchResponse: &answer})
+	}
+	return nil
+}
+
 // skipResponseTags skips a flexible response header's tagged fields.
 func skipResponseTags(body []byte) ([]byte, error) {
 	reader := kbin.Reader{Src: body}
@@ -456,18 +528,24 @@ func skipResponseTags(body []byte) ([]byte, error) {
 	return reader.Src, nil
 }
 
-// tick times out requests whose response is overdue.
+// tick times out requests whose response is overdue. Time is counted in
+// the node loop's ticks, as the cores count it, not read from the clock: a
+// process paused with SIGSTOP and resumed finds its requests as overdue as
+// when it stopped, and handles the responses that arrived meanwhile first.
 func (r *replication) tick() {
-	now := time.Now()
+	r.now++
 	for _, f := range r.fetchers {
 		for _, sent := range f.inFlight {
-			if now.After(sent.deadline) {
+			if r.now > sent.deadline {
 				f.fail(f.client, "request timed out")
 				break
 			}
 		}
 	}
 }
+
+// deadline is the tick d from now.
+func (r *replication) deadline(d time.Duration) int64 { return r.now + r.s.config.ticks(d) }
 
 // errorCounts is a copy of the fetch errors seen, for Status.
 func (r *replication) errorCounts() map[string]int64 { return maps.Clone(r.errors) }

@@ -15,13 +15,13 @@ import (
 
 // createReplicatedTopic creates a topic with replication factor 3 through
 // the Kafka listener.
-func createReplicatedTopic(ctx context.Context, t *testing.T, client *kgo.Client, name string, partitions int32) {
+func createReplicatedTopic(ctx context.Context, t *testing.T, client *kgo.Client, name string, partitions int32, minInsync string) {
 	t.Helper()
 	request := kmsg.NewPtrCreateTopicsRequest()
 	entry := kmsg.NewCreateTopicsRequestTopic()
 	entry.Topic, entry.NumPartitions, entry.ReplicationFactor = name, partitions, 3
 	config := kmsg.NewCreateTopicsRequestTopicConfig()
-	config.Name, config.Value = "min.insync.replicas", kmsg.StringPtr("2")
+	config.Name, config.Value = "min.insync.replicas", kmsg.StringPtr(minInsync)
 	entry.Configs = append(entry.Configs, config)
 	request.Topics, request.TimeoutMillis = append(request.Topics, entry), 10000
 	response, err := request.RequestWith(ctx, client)
@@ -33,12 +33,16 @@ func createReplicatedTopic(ctx context.Context, t *testing.T, client *kgo.Client
 	}
 }
 
-// replicasAgree reports whether every running broker hosts the partition
-// with the same log end offset and high watermark, at least end.
-func (c *processCluster) replicasAgree(topic string, partition int32, end int64) (bool, string) {
+// replicasAgree reports whether every broker named (every running one by
+// default) hosts the partition with the same log end offset and high
+// watermark, at least end.
+func (c *processCluster) replicasAgree(topic string, partition int32, end int64, ids ...metadata.BrokerID) (bool, string) {
 	var seen []string
 	agree, first := true, int64(-1)
-	for _, id := range c.running() {
+	if len(ids) == 0 {
+		ids = c.running()
+	}
+	for _, id := range ids {
 		status, err := c.status(id)
 		if err != nil {
 			return false, err.Error()
@@ -61,11 +65,11 @@ func (c *processCluster) replicasAgree(topic string, partition int32, end int64)
 }
 
 // waitReplicasAgree waits until replicasAgree holds.
-func (c *processCluster) waitReplicasAgree(topic string, partition int32, end int64, timeout time.Duration) {
+func (c *processCluster) waitReplicasAgree(topic string, partition int32, end int64, timeout time.Duration, ids ...metadata.BrokerID) {
 	c.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		ok, seen := c.replicasAgree(topic, partition, end)
+		ok, seen := c.replicasAgree(topic, partition, end, ids...)
 		if ok {
 			return
 		}
@@ -96,7 +100,7 @@ func TestReplicationBetweenServeProcesses(t *testing.T) {
 	}
 	defer admin.Close()
 	const topic = "replicated"
-	createReplicatedTopic(ctx, t, admin, topic, 1)
+	createReplicatedTopic(ctx, t, admin, topic, 1, "2")
 	start := time.Now()
 	sent := produceRecords(ctx, t, seed, topic, 1000)
 	t.Logf("1000 records acknowledged by three replicas in %s", time.Since(start).Round(time.Millisecond))
