@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +117,7 @@ func TestTopicProduceConsume(t *testing.T) {
 	if !strings.Contains(described, "topic orders: partitions 2") || strings.Count(described, "earliest 0 latest ") != 2 {
 		t.Fatalf("describe:\n%s", described)
 	}
+	checkReplicaLines(t, described, 100)
 	consumed := mustRun(t, "", "", "consume", "orders", "--exit-at-end", bootstrap)
 	checkSameLines(t, input.String(), consumed)
 	withOffsets := mustRun(t, "", "", "consume", "orders", "--partition", "0", "--from", "1", "--format", "offsets", "--exit-at-end", bootstrap)
@@ -143,6 +146,30 @@ func TestTopicProduceConsume(t *testing.T) {
 	mustFail(t, 1, "describe topic orders: UNKNOWN_TOPIC_OR_PARTITION", "topic", "describe", "orders", bootstrap)
 	mustFail(t, 1, "produce to orders: UNKNOWN_TOPIC_OR_PARTITION", "produce", "orders", bootstrap)
 	mustFail(t, 1, "consume orders: UNKNOWN_TOPIC_OR_PARTITION", "consume", "orders", bootstrap)
+}
+
+// checkReplicaLines checks describe's line for each partition's one
+// replica, asked with replica id -2: everything acknowledged is below its
+// high watermark, which is its log end offset and the partition's latest
+// offset, and a leader trails itself by nothing.
+func checkReplicaLines(t *testing.T, described string, records int64) {
+	t.Helper()
+	partition := regexp.MustCompile(`partition \d+: .*latest (\d+)\n    replica 1 \(leader\): log start offset 0, high watermark (\d+), log end offset (\d+), lag 0\n`)
+	matches := partition.FindAllStringSubmatch(described, -1)
+	if len(matches) != 2 {
+		t.Fatalf("describe shows %d partitions with a replica line, want 2:\n%s", len(matches), described)
+	}
+	total := int64(0)
+	for _, match := range matches {
+		if match[1] != match[2] || match[2] != match[3] {
+			t.Fatalf("latest %s, replica high watermark %s, log end offset %s: want all equal\n%s", match[1], match[2], match[3], described)
+		}
+		offset, _ := strconv.ParseInt(match[3], 10, 64)
+		total += offset
+	}
+	if total != records {
+		t.Fatalf("replica log end offsets add up to %d, want %d:\n%s", total, records, described)
+	}
 }
 
 func mustRun(t *testing.T, stdin, want string, args ...string) string {
