@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/tidelog/tide/internal/metadata"
@@ -65,8 +67,8 @@ func (r *Replica) serveConsumerFetch(request FetchRequest) FetchResponse {
 // watermark may diverge from the leader's and be truncated, and a
 // debugging reader must not be handed records that may never have been
 // committed. Everything below a replica's high watermark is committed: the
-// leader's is the smallest log end over the ISR, a follower's is at most
-// the leader's.
+// leader's is the smallest log end over the ISR, a follower's is one its
+// leader sent, capped at its own log end.
 //
 // The high watermark is the raw one, not withheld as a new leader's is
 // from consumers (rule kafka-2334): a debugging reader is looking at the
@@ -79,9 +81,13 @@ func (r *Replica) serveDebugFetch(request FetchRequest) FetchResponse {
 	if request.FetchOffset < r.log.start || request.FetchOffset > r.log.end {
 		return FetchResponse{ErrorCode: kerr.OffsetOutOfRange.Code, HighWatermark: r.highWatermark}
 	}
+	if r.highWatermark > r.log.end {
+		// The read below would reach past the log.
+		r.violate(fmt.Sprintf("high watermark %d above the log end offset %d", r.highWatermark, r.log.end))
+	}
 	return FetchResponse{
 		HighWatermark: r.highWatermark, ReadFrom: request.FetchOffset,
-		ReadUpTo: max(r.highWatermark, request.FetchOffset), MaxBytes: request.MaxBytes,
+		ReadUpTo: min(max(r.highWatermark, request.FetchOffset), r.log.end), MaxBytes: request.MaxBytes,
 	}
 }
 
