@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/server"
 )
 
@@ -46,56 +45,84 @@ func freeAddress(t *testing.T) string {
 // broker is registered and unfenced; the node stops when the test ends.
 func serveNode(t *testing.T) string {
 	t.Helper()
-	controller, kafka := freeAddress(t), freeAddress(t)
-	command := newServeCommand()
-	command.SetErr(io.Discard)
-	options := serveOptions{id: 1, controllers: "1@" + controller, kafkaListen: kafka, dataDir: filepath.Join(t.TempDir(), "node"),
-		sessionTimeout: 2 * time.Second, brokerHeartbeat: 200 * time.Millisecond, electionTimeout: time.Second, logLevel: "error"}
-	config, err := options.serverConfig(command)
-	if err != nil {
-		t.Fatal(err)
+	return serveCluster(t, 1)[0]
+}
+
+// serveCluster runs size nodes as serveNode runs one, brokers 1..size,
+// every one a voter, and returns their Kafka addresses in broker order
+// once every broker is registered and unfenced.
+func serveCluster(t *testing.T, size int) []string {
+	t.Helper()
+	var controllers, kafka, voters, listeners []string
+	for id := 1; id <= size; id++ {
+		controllers, kafka = append(controllers, freeAddress(t)), append(kafka, freeAddress(t))
+		voters = append(voters, fmt.Sprintf("%d@%s", id, controllers[id-1]))
+		listeners = append(listeners, fmt.Sprintf("%d@%s", id, kafka[id-1]))
 	}
-	node, err := server.New(config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- node.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Errorf("the node did not stop cleanly: %v", err)
+	for id := 1; id <= size; id++ {
+		command := newServeCommand()
+		command.SetErr(io.Discard)
+		options := serveOptions{id: id, controllers: strings.Join(voters, ","), kafkaListen: kafka[id-1], kafkaListeners: strings.Join(listeners, ","),
+			dataDir: filepath.Join(t.TempDir(), fmt.Sprintf("node-%d", id)), sessionTimeout: 2 * time.Second, brokerHeartbeat: 200 * time.Millisecond,
+			electionTimeout: time.Second, logLevel: "error"}
+		config, err := options.serverConfig(command)
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
+		node, err := server.New(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan error, 1)
+		go func() { stopped <- node.Run(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-stopped; err != nil {
+				t.Errorf("node %d did not stop cleanly: %v", id, err)
+			}
+		})
+	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !brokerUnfenced(controller) {
+	for !brokersUnfenced(controllers, size) {
 		if time.Now().After(deadline) {
-			t.Fatal("the broker did not register and unfence within 10 s")
+			t.Fatalf("the %d brokers did not register and unfence within 10 s", size)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	return kafka
 }
 
-func brokerUnfenced(controller string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	client, err := server.Dial(ctx, controller)
-	if err != nil {
-		return false
-	}
-	defer client.Close()
-	status, err := client.Status(ctx)
-	if err != nil {
-		return false
-	}
-	for _, broker := range status.Brokers {
-		if metadata.BrokerID(broker.ID) == 1 && !broker.Fenced {
+// brokersUnfenced reports whether some controller says brokers 1..size are
+// all registered and unfenced.
+func brokersUnfenced(controllers []string, size int) bool {
+	for _, controller := range controllers {
+		if unfencedBrokers(controller) == size {
 			return true
 		}
 	}
 	return false
+}
+
+func unfencedBrokers(controller string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	client, err := server.Dial(ctx, controller)
+	if err != nil {
+		return 0
+	}
+	defer client.Close()
+	status, err := client.Status(ctx)
+	if err != nil {
+		return 0
+	}
+	unfenced := 0
+	for _, broker := range status.Brokers {
+		if !broker.Fenced {
+			unfenced++
+		}
+	}
+	return unfenced
 }
 
 // The console client against a served node: a topic created, listed and

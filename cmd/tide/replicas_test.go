@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -85,4 +88,70 @@ func TestReplicaStatesOfAServedNode(t *testing.T) {
 	if total != 3 {
 		t.Fatalf("log end offsets add up to %d, want the 3 records produced", total)
 	}
+}
+
+// describe against three served brokers and a topic replicated on all of
+// them: every broker answers for its replicas, followers included, and a
+// follower's lag is the leader's log end offset less its own. (Followers
+// do not fetch over TCP yet, so today they lag by all the records; the
+// checks hold either way.)
+func TestDescribeShowsFollowers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("serves three nodes; skipped with -short")
+	}
+	brokers := serveCluster(t, 3)
+	bootstrap := "--bootstrap=" + strings.Join(brokers, ",")
+	mustRun(t, "", "created topic spread", "topic", "create", "spread", "--partitions", "3", "--replication-factor", "3", bootstrap)
+	// The broker that created it knows the topic; the others may still be
+	// applying the metadata.
+	for _, broker := range brokers {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if _, _, err := runWithInput("", "topic", "describe", "spread", "--bootstrap="+broker); err == nil {
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("broker %s does not know the topic after 10 s: %v", broker, err)
+			}
+		}
+	}
+	// acks=1: acks=all would wait for followers that do not fetch yet.
+	mustRun(t, "a\nb\nc\nd\n", "", "produce", "spread", "--acks", "1", bootstrap)
+	described := mustRun(t, "", "topic spread: partitions 3", "topic", "describe", "spread", bootstrap)
+	line := regexp.MustCompile(`(?m)^    replica (\d+) \((leader|follower)\): log start offset 0, high watermark (\d+), log end offset (\d+), lag (\d+)$`)
+	partitions := strings.Split(described, "\n  partition ")[1:]
+	if len(partitions) != 3 {
+		t.Fatalf("describe shows %d partitions, want 3:\n%s", len(partitions), described)
+	}
+	total := int64(0)
+	for _, partition := range partitions {
+		replicas := line.FindAllStringSubmatch(partition, -1)
+		if len(replicas) != 3 || strings.Count(partition, "(leader)") != 1 {
+			t.Fatalf("want three replica lines with offsets, one of them the leader's:\n%s", described)
+		}
+		var leaderEnd int64
+		for _, replica := range replicas {
+			if replica[2] == "leader" {
+				leaderEnd = number(t, replica[4])
+			}
+		}
+		for _, replica := range replicas {
+			end, highWatermark, lag := number(t, replica[4]), number(t, replica[3]), number(t, replica[5])
+			if lag != leaderEnd-end || highWatermark > end {
+				t.Fatalf("replica %s: high watermark %d, log end offset %d, lag %d, leader's log end offset %d:\n%s",
+					replica[1], highWatermark, end, lag, leaderEnd, described)
+			}
+		}
+		total += leaderEnd
+	}
+	if total != 4 {
+		t.Fatalf("leaders' log end offsets add up to %d, want the 4 records produced:\n%s", total, described)
+	}
+}
+
+func number(t *testing.T, text string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
