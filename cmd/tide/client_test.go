@@ -7,11 +7,12 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/server"
 )
 
@@ -44,56 +45,84 @@ func freeAddress(t *testing.T) string {
 // broker is registered and unfenced; the node stops when the test ends.
 func serveNode(t *testing.T) string {
 	t.Helper()
-	controller, kafka := freeAddress(t), freeAddress(t)
-	command := newServeCommand()
-	command.SetErr(io.Discard)
-	options := serveOptions{id: 1, controllers: "1@" + controller, kafkaListen: kafka, dataDir: filepath.Join(t.TempDir(), "node"),
-		sessionTimeout: 2 * time.Second, brokerHeartbeat: 200 * time.Millisecond, electionTimeout: time.Second, logLevel: "error"}
-	config, err := options.serverConfig(command)
-	if err != nil {
-		t.Fatal(err)
+	return serveCluster(t, 1)[0]
+}
+
+// serveCluster runs size nodes as serveNode runs one, brokers 1..size,
+// every one a voter, and returns their Kafka addresses in broker order
+// once every broker is registered and unfenced.
+func serveCluster(t *testing.T, size int) []string {
+	t.Helper()
+	var controllers, kafka, voters, listeners []string
+	for id := 1; id <= size; id++ {
+		controllers, kafka = append(controllers, freeAddress(t)), append(kafka, freeAddress(t))
+		voters = append(voters, fmt.Sprintf("%d@%s", id, controllers[id-1]))
+		listeners = append(listeners, fmt.Sprintf("%d@%s", id, kafka[id-1]))
 	}
-	node, err := server.New(config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- node.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Errorf("the node did not stop cleanly: %v", err)
+	for id := 1; id <= size; id++ {
+		command := newServeCommand()
+		command.SetErr(io.Discard)
+		options := serveOptions{id: id, controllers: strings.Join(voters, ","), kafkaListen: kafka[id-1], kafkaListeners: strings.Join(listeners, ","),
+			dataDir: filepath.Join(t.TempDir(), fmt.Sprintf("node-%d", id)), sessionTimeout: 2 * time.Second, brokerHeartbeat: 200 * time.Millisecond,
+			electionTimeout: time.Second, logLevel: "error"}
+		config, err := options.serverConfig(command)
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
+		node, err := server.New(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan error, 1)
+		go func() { stopped <- node.Run(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-stopped; err != nil {
+				t.Errorf("node %d did not stop cleanly: %v", id, err)
+			}
+		})
+	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !brokerUnfenced(controller) {
+	for !brokersUnfenced(controllers, size) {
 		if time.Now().After(deadline) {
-			t.Fatal("the broker did not register and unfence within 10 s")
+			t.Fatalf("the %d brokers did not register and unfence within 10 s", size)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	return kafka
 }
 
-func brokerUnfenced(controller string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	client, err := server.Dial(ctx, controller)
-	if err != nil {
-		return false
-	}
-	defer client.Close()
-	status, err := client.Status(ctx)
-	if err != nil {
-		return false
-	}
-	for _, broker := range status.Brokers {
-		if metadata.BrokerID(broker.ID) == 1 && !broker.Fenced {
+// brokersUnfenced reports whether some controller says brokers 1..size are
+// all registered and unfenced.
+func brokersUnfenced(controllers []string, size int) bool {
+	for _, controller := range controllers {
+		if unfencedBrokers(controller) == size {
 			return true
 		}
 	}
 	return false
+}
+
+func unfencedBrokers(controller string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	client, err := server.Dial(ctx, controller)
+	if err != nil {
+		return 0
+	}
+	defer client.Close()
+	status, err := client.Status(ctx)
+	if err != nil {
+		return 0
+	}
+	unfenced := 0
+	for _, broker := range status.Brokers {
+		if !broker.Fenced {
+			unfenced++
+		}
+	}
+	return unfenced
 }
 
 // The console client against a served node: a topic created, listed and
@@ -115,6 +144,7 @@ func TestTopicProduceConsume(t *testing.T) {
 	if !strings.Contains(described, "topic orders: partitions 2") || strings.Count(described, "earliest 0 latest ") != 2 {
 		t.Fatalf("describe:\n%s", described)
 	}
+	checkReplicaLines(t, described, 100)
 	consumed := mustRun(t, "", "", "consume", "orders", "--exit-at-end", bootstrap)
 	checkSameLines(t, input.String(), consumed)
 	withOffsets := mustRun(t, "", "", "consume", "orders", "--partition", "0", "--from", "1", "--format", "offsets", "--exit-at-end", bootstrap)
@@ -143,6 +173,30 @@ func TestTopicProduceConsume(t *testing.T) {
 	mustFail(t, 1, "describe topic orders: UNKNOWN_TOPIC_OR_PARTITION", "topic", "describe", "orders", bootstrap)
 	mustFail(t, 1, "produce to orders: UNKNOWN_TOPIC_OR_PARTITION", "produce", "orders", bootstrap)
 	mustFail(t, 1, "consume orders: UNKNOWN_TOPIC_OR_PARTITION", "consume", "orders", bootstrap)
+}
+
+// checkReplicaLines checks describe's line for each partition's one
+// replica, asked with replica id -2: everything acknowledged is below its
+// high watermark, which is its log end offset and the partition's latest
+// offset, and a leader trails itself by nothing.
+func checkReplicaLines(t *testing.T, described string, records int64) {
+	t.Helper()
+	partition := regexp.MustCompile(`partition \d+: .*latest (\d+)\n    replica 1 \(leader\): log start offset 0, high watermark (\d+), log end offset (\d+), lag 0\n`)
+	matches := partition.FindAllStringSubmatch(described, -1)
+	if len(matches) != 2 {
+		t.Fatalf("describe shows %d partitions with a replica line, want 2:\n%s", len(matches), described)
+	}
+	total := int64(0)
+	for _, match := range matches {
+		if match[1] != match[2] || match[2] != match[3] {
+			t.Fatalf("latest %s, replica high watermark %s, log end offset %s: want all equal\n%s", match[1], match[2], match[3], described)
+		}
+		offset, _ := strconv.ParseInt(match[3], 10, 64)
+		total += offset
+	}
+	if total != records {
+		t.Fatalf("replica log end offsets add up to %d, want %d:\n%s", total, records, described)
+	}
 }
 
 func mustRun(t *testing.T, stdin, want string, args ...string) string {

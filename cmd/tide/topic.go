@@ -113,8 +113,14 @@ func newTopicListCommand(options *clientOptions) *cobra.Command {
 func newTopicDescribeCommand(options *clientOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "describe NAME",
-		Short: "Show a topic's partitions: leader, leader epoch, replicas, ISR, offline replicas, offsets",
-		Args:  exactArgs(1, "one topic name"),
+		Short: "Show a topic's partitions (leader, leader epoch, replicas, ISR, offline replicas, offsets) and each replica's offsets and lag",
+		Long: `Shows each partition as Metadata and the leader's ListOffsets give it, then a
+line per replica with that replica's own log start offset, high watermark and
+log end offset, and its lag (the leader's log end offset less its own). Every
+broker hosting a replica is asked directly, with one ListOffsets and one Fetch
+as Kafka's debugging replica id -2, which followers answer too; a broker that
+does not answer within --timeout is shown as unreachable.`,
+		Args: exactArgs(1, "one topic name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			client, metadata, err := options.connect(cmd.Context(), args)
 			if err != nil {
@@ -138,16 +144,18 @@ func newTopicDescribeCommand(options *clientOptions) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("describe topic %s: %w", args[0], err)
 			}
-			printTopic(cmd.OutOrStdout(), args[0], topic, offsets)
+			printTopic(cmd.OutOrStdout(), args[0], topic, offsets, options.replicaStates(cmd.Context(), client, metadata, topic))
 			return nil
 		},
 	}
 }
 
-// printTopic writes one line for the topic and one per partition; the
-// earliest offset is the log start offset and the latest the high
-// watermark, the range [earliest, latest) a consumer can read.
-func printTopic(out io.Writer, name string, topic kmsg.MetadataResponseTopic, offsets partitionOffsets) {
+// printTopic writes one line for the topic and one per partition, each
+// followed by a line per replica (printReplicas); a partition's earliest
+// offset is the log start offset and its latest the high watermark, as the
+// leader serves them to consumers: the range [earliest, latest) a consumer
+// can read.
+func printTopic(out io.Writer, name string, topic kmsg.MetadataResponseTopic, offsets partitionOffsets, replicas map[replicaKey]replicaState) {
 	fmt.Fprintf(out, "topic %s: partitions %d\n", name, len(topic.Partitions))
 	for _, p := range topic.Partitions {
 		status := "offsets unknown without a leader"
@@ -159,6 +167,7 @@ func printTopic(out io.Writer, name string, topic kmsg.MetadataResponseTopic, of
 		}
 		fmt.Fprintf(out, "  partition %d: leader %d, leader epoch %d, replicas %s, isr %s, offline %s, %s\n",
 			p.Partition, p.Leader, p.LeaderEpoch, brokerList(p.Replicas), brokerList(p.ISR), brokerList(p.OfflineReplicas), status)
+		printReplicas(out, p, replicas)
 	}
 }
 

@@ -229,3 +229,43 @@ func TestNodeForgetsAcksNoneProducers(t *testing.T) {
 		t.Fatalf("a refused acks=0 produce: %+v", outbox.Clients)
 	}
 }
+
+// A follower answers a debugging tool (replica id -2) itself: a fetch gets
+// its own high watermark and the records below it, read from its log, and
+// not the tail above it, which is not known to be committed; ListOffsets
+// gets its log end offset. A consumer is still sent to the leader.
+func TestFollowerAnswersDebugRequests(t *testing.T) {
+	node := newTestNode(t, 2)
+	if err := node.ApplyMetadata(metadataFor(1)); err != nil {
+		t.Fatal(err)
+	}
+	fetch := node.TakeOutbox().Peers[0].Message.Fetch
+	var records []byte
+	for i := range 4 {
+		records = record.AppendBatch(records, record.BuildOptions{BaseOffset: record.Offset(2 * i), LeaderEpoch: 0,
+			Records: []record.Record{{Value: []byte("a")}, {Value: []byte("b")}}})
+	}
+	node.HandlePeer(1, PeerMessage{Partition: orders, FetchResponse: &replica.FetchResponse{ID: fetch.ID, HighWatermark: 4, Records: records}})
+	node.TakeOutbox()
+	node.HandleClient(ClientRequest{Client: 5, Partition: orders, Fetch: &replica.FetchRequest{ID: 1, ReplicaID: replica.DebugReplicaID,
+		CurrentLeaderEpoch: 0, FetchOffset: 0, MaxBytes: 1 << 16}})
+	node.HandleClient(ClientRequest{Client: 6, Partition: orders, ListOffsets: &replica.ListOffsetsRequest{ID: 2, ReplicaID: replica.DebugReplicaID,
+		CurrentLeaderEpoch: 0, Timestamp: replica.LatestTimestamp}})
+	node.HandleClient(ClientRequest{Client: 7, Partition: orders, Fetch: &replica.FetchRequest{ID: 3, ReplicaID: replica.ConsumerReplicaID,
+		CurrentLeaderEpoch: 0, FetchOffset: 0, MaxBytes: 1 << 16}})
+	outbox := node.TakeOutbox()
+	if len(outbox.Clients) != 3 || len(outbox.Peers) != 0 {
+		t.Fatalf("outbox: %+v", outbox)
+	}
+	debug := outbox.Clients[0].Fetch
+	headers, err := record.ValidateAll(debug.Records, record.Limits{MaxBatchBytes: 1 << 16})
+	if err != nil || debug.ErrorCode != 0 || debug.HighWatermark != 4 || debug.LogEndOffset != 8 || len(headers) != 2 || headers[1].NextOffset() != 4 {
+		t.Fatalf("debug fetch from a follower: %+v (%d batches, %v), want its high watermark 4 and the batches below it", debug, len(headers), err)
+	}
+	if latest := outbox.Clients[1].ListOffsets; latest.ErrorCode != 0 || latest.Offset != 8 {
+		t.Fatalf("debug latest offset from a follower: %+v, want its log end offset 8", latest)
+	}
+	if code := outbox.Clients[2].Fetch.ErrorCode; code != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("a consumer's fetch from a follower answered %d", code)
+	}
+}

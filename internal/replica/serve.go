@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/tidelog/tide/internal/metadata"
@@ -8,7 +10,8 @@ import (
 	"github.com/tidelog/tide/internal/rules"
 )
 
-// HandleFetch serves a fetch from a follower or a consumer.
+// HandleFetch serves a fetch from a follower, a consumer or a debugging
+// tool.
 func (r *Replica) HandleFetch(request FetchRequest) {
 	response := r.serveFetch(request)
 	response.ID = request.ID
@@ -21,6 +24,9 @@ func (r *Replica) HandleFetch(request FetchRequest) {
 func (r *Replica) serveFetch(request FetchRequest) FetchResponse {
 	if code := r.checkLeaderEpoch(request.CurrentLeaderEpoch); code != 0 {
 		return FetchResponse{ErrorCode: code, HighWatermark: -1}
+	}
+	if request.ReplicaID == DebugReplicaID {
+		return r.serveDebugFetch(request)
 	}
 	if r.role != Leader {
 		return FetchResponse{ErrorCode: kerr.NotLeaderForPartition.Code, HighWatermark: -1}
@@ -45,6 +51,43 @@ func (r *Replica) serveConsumerFetch(request FetchRequest) FetchResponse {
 	return FetchResponse{
 		HighWatermark: highWatermark, ReadFrom: request.FetchOffset,
 		ReadUpTo: max(highWatermark, request.FetchOffset), MaxBytes: request.MaxBytes,
+	}
+}
+
+// serveDebugFetch answers a debugging tool (DebugReplicaID) from a leader
+// or a follower with this replica's own high watermark, so that an operator
+// can see how far each replica has the log. Kafka's ReplicaManager served
+// DEBUGGING_CONSUMER_ID from any replica until follower fetching (KIP-392)
+// made consumer ids leader-only unless they name a rack; tide keeps the
+// older rule, which is what the id was for.
+//
+// Records are read only up to this replica's high watermark, the isolation
+// Kafka has always given a debugging fetch (it reads committed data only,
+// like a consumer), never up to the log end: a follower's tail above its high
+// watermark may diverge from the leader's and be truncated, and a
+// debugging reader must not be handed records that may never have been
+// committed. Everything below a replica's high watermark is committed: the
+// leader's is the smallest log end over the ISR, a follower's is one its
+// leader sent, capped at its own log end.
+//
+// The high watermark is the raw one, not withheld as a new leader's is
+// from consumers (rule kafka-2334): a debugging reader is looking at the
+// replica's state, and nothing served here counts as served to clients.
+// No state changes: the answer is a read of this replica.
+func (r *Replica) serveDebugFetch(request FetchRequest) FetchResponse {
+	if r.role == Offline {
+		return FetchResponse{ErrorCode: kerr.NotLeaderForPartition.Code, HighWatermark: -1}
+	}
+	if request.FetchOffset < r.log.start || request.FetchOffset > r.log.end {
+		return FetchResponse{ErrorCode: kerr.OffsetOutOfRange.Code, HighWatermark: r.highWatermark}
+	}
+	if r.highWatermark > r.log.end {
+		// The read below would reach past the log.
+		r.violate(fmt.Sprintf("high watermark %d above the log end offset %d", r.highWatermark, r.log.end))
+	}
+	return FetchResponse{
+		HighWatermark: r.highWatermark, ReadFrom: request.FetchOffset,
+		ReadUpTo: min(max(r.highWatermark, request.FetchOffset), r.log.end), MaxBytes: request.MaxBytes,
 	}
 }
 
@@ -145,13 +188,19 @@ func (r *Replica) maybeExpandISR(id metadata.BrokerID, progress *followerProgres
 	r.maybeAdvanceHighWatermark()
 }
 
-// HandleListOffsets answers the latest or earliest offset.
+// HandleListOffsets answers the latest or earliest offset. A consumer's
+// latest offset is the high watermark; a follower's or a debugging tool's
+// is the log end offset, since they are bound by no isolation level, as in
+// Kafka. A debugging tool (DebugReplicaID) is answered by a follower too,
+// with the follower's own offsets, as Kafka answers DEBUGGING_REPLICA_ID
+// from any replica: how far each replica has the log.
 func (r *Replica) HandleListOffsets(request ListOffsetsRequest) {
 	answer := ListOffsetsAnswer{ID: request.ID, Offset: -1, LeaderEpoch: r.state.LeaderEpoch}
+	debugFollower := request.ReplicaID == DebugReplicaID && r.role == Follower
 	switch {
 	case r.checkLeaderEpoch(request.CurrentLeaderEpoch) != 0:
 		answer.ErrorCode = r.checkLeaderEpoch(request.CurrentLeaderEpoch)
-	case r.role != Leader:
+	case r.role != Leader && !debugFollower:
 		answer.ErrorCode = kerr.NotLeaderForPartition.Code
 	case request.Timestamp == EarliestTimestamp:
 		answer.Offset = r.log.start

@@ -25,6 +25,15 @@ const (
 // request not sent by a follower).
 const ConsumerReplicaID metadata.BrokerID = -1
 
+// DebugReplicaID is Kafka's debugging replica id (DEBUGGING_REPLICA_ID):
+// a tool reading a replica's own state. Any replica with partition state
+// answers it, leader or follower: a Fetch gets that replica's high
+// watermark and log start offset and reads at most up to its high
+// watermark; a ListOffsets gets its log end offset as the latest offset.
+// It never counts as a follower's fetch, so it cannot move the high
+// watermark, the ISR or any follower's progress.
+const DebugReplicaID metadata.BrokerID = -2
+
 // ProduceRequest is one partition's part of a produce request.
 type ProduceRequest struct {
 	// ID is chosen by the caller and echoed in the answer.
@@ -48,7 +57,8 @@ type ProduceAnswer struct {
 }
 
 // FetchRequest is one partition's part of a fetch, from a follower
-// (ReplicaID >= 0) or a consumer (ConsumerReplicaID).
+// (ReplicaID >= 0), a consumer (ConsumerReplicaID) or a debugging tool
+// (DebugReplicaID).
 type FetchRequest struct {
 	// ID is chosen by the sender and echoed in the response.
 	ID        uint64
@@ -80,11 +90,13 @@ type EpochEndOffset struct {
 type FetchResponse struct {
 	ID        uint64
 	ErrorCode int16
-	// HighWatermark and LogStartOffset are the leader's.
+	// HighWatermark and LogStartOffset are the answering replica's: the
+	// leader's, except for a DebugReplicaID fetch a follower answers.
 	HighWatermark  record.Offset
 	LogStartOffset record.Offset
-	// LogEndOffset is the leader's log end offset, which a follower needs
-	// after OFFSET_OUT_OF_RANGE (Kafka's fetcher asks with ListOffsets).
+	// LogEndOffset is the answering replica's log end offset, which a
+	// follower needs after OFFSET_OUT_OF_RANGE (Kafka's fetcher asks with
+	// ListOffsets).
 	LogEndOffset record.Offset
 	// DivergingEpoch, when set, tells the follower its log diverges: it
 	// carries no records and the follower must truncate first.

@@ -43,7 +43,7 @@ type partitionPosition struct {
 // per pass of the node loop, so a waiting fetch costs the replica one read
 // per change, not one per tick.
 func (b *kafkaBackend) Fetch(request wire.FetchRequest, done func([]replica.FetchResponse)) {
-	if request.ReplicaID != replica.ConsumerReplicaID && request.ReplicaEpoch == metadata.NoBrokerEpoch {
+	if request.ReplicaID >= 0 && request.ReplicaEpoch == metadata.NoBrokerEpoch {
 		done(refuseFollowerFetch(request))
 		return
 	}

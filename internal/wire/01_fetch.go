@@ -41,8 +41,10 @@ import (
 //     a follower whose log diverged gets the epoch and end offset to
 //     truncate to, and no records (KAFKA-14704). v12 is flexible.
 //   - ReplicaID (v0-v14) is the follower's broker id, -1 for consumers;
-//     other negative ids (-2, debugging) are read as a consumer's, which
-//     never sees past the high watermark.
+//     -2 (Kafka's debugging id) passes through as replica.DebugReplicaID,
+//     answered by a follower too with its own high watermark and log start
+//     offset, never past that high watermark; other negative ids are read
+//     as a consumer's.
 //   - ReplicaState (KIP-903: the follower's broker id and broker epoch) is
 //     a tagged field, tag 1, which Kafka sends from v15 on. tide's
 //     followers fetch with v12, because v13+ name topics by id, and send it
@@ -98,7 +100,7 @@ func fetchSessionError(request *kmsg.FetchRequest) int16 {
 // fetchRequest translates a fetch into the Backend's terms.
 func (h *Handler) fetchRequest(request *kmsg.FetchRequest, partitions int) FetchRequest {
 	replicaID := metadata.BrokerID(request.ReplicaID)
-	if replicaID < 0 {
+	if replicaID < 0 && replicaID != replica.DebugReplicaID {
 		replicaID = replica.ConsumerReplicaID
 	}
 	replicaEpoch := metadata.NoBrokerEpoch

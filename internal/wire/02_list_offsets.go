@@ -28,8 +28,10 @@ import (
 //     client never sees the latest offset go backwards.
 //   - v4+ CurrentLeaderEpoch (KIP-320, fenced like Fetch) and LeaderEpoch
 //     in the answer (KAFKA-7568); v6 is flexible.
-//   - ReplicaID: a follower's broker id gets the log end offset; -1 and any
-//     other negative id (-2, debugging) are read as a consumer's.
+//   - ReplicaID: a follower's broker id gets the log end offset as latest;
+//     so does -2 (Kafka's debugging id, replica.DebugReplicaID), which any
+//     replica answers, leader or follower, with its own offsets, as in
+//     Kafka; -1 and any other negative id are read as a consumer's.
 //   - v8+ (tiered storage's -4/-5) is not served.
 
 func init() { register(2, 1, 7, (*Handler).handleListOffsets) }
@@ -47,7 +49,7 @@ func (h *Handler) handleListOffsets(x *exchange) error {
 		return fmt.Errorf("%w: list offsets isolation level %d", ErrMalformedRequest, request.IsolationLevel)
 	}
 	replicaID := metadata.BrokerID(request.ReplicaID)
-	if replicaID < 0 {
+	if replicaID < 0 && replicaID != replica.DebugReplicaID {
 		replicaID = replica.ConsumerReplicaID
 	}
 	response := request.ResponseKind().(*kmsg.ListOffsetsResponse)

@@ -127,7 +127,8 @@ const (
 // FetchRequest is a whole fetch: the long-poll parameters and the
 // partitions, in request order.
 type FetchRequest struct {
-	// ReplicaID is the follower's broker id, or replica.ConsumerReplicaID.
+	// ReplicaID is the follower's broker id, replica.ConsumerReplicaID or
+	// replica.DebugReplicaID.
 	ReplicaID metadata.BrokerID
 	// ReplicaEpoch is the follower's broker epoch (KIP-903, Fetch v15+),
 	// or metadata.NoBrokerEpoch at the versions served.

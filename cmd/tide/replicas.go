@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// debugReplicaID is Kafka's debugging replica id (DEBUGGING_REPLICA_ID):
+// any replica, leader or follower, answers it with its own offsets, which
+// is how describe sees how far each replica has the log.
+const debugReplicaID = -2
+
+// replicaKey names one replica of a topic: its partition and its broker.
+type replicaKey struct {
+	partition int32
+	broker    int32
+}
+
+// replicaState is what one replica said of itself: its log end offset from
+// a ListOffsets (latest, replica id -2) and its high watermark and log start
+// offset from a Fetch (replica id -2). Offsets it did not give are -1.
+type replicaState struct {
+	// unreachable is why the broker gave no answer at all.
+	unreachable error
+	// failure is the Kafka error code a request for this replica got.
+	failure        error
+	logEndOffset   int64
+	highWatermark  int64
+	logStartOffset int64
+}
+
+// replicaStates asks every broker that hosts a replica of the topic for the
+// state of all its replicas, one ListOffsets and one Fetch per broker, sent
+// straight to it (not to the leader, as clients do), every broker at once
+// within one timeout.
+func (o *clientOptions) replicaStates(ctx context.Context, client *kgo.Client, metadata *kmsg.MetadataResponse,
+	topic kmsg.MetadataResponseTopic) map[replicaKey]replicaState {
+	hosted := map[int32][]int32{} // broker id: the partitions it hosts
+	for _, partition := range topic.Partitions {
+		for _, broker := range partition.Replicas {
+			hosted[broker] = append(hosted[broker], partition.Partition)
+		}
+	}
+	known := map[int32]bool{}
+	for _, broker := range metadata.Brokers {
+		known[broker.NodeID] = true
+	}
+	attempt, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	states := map[replicaKey]replicaState{}
+	var mutex sync.Mutex
+	var wait sync.WaitGroup
+	for broker, partitions := range hosted {
+		wait.Go(func() {
+			var answered map[int32]replicaState
+			if known[broker] {
+				answered = queryReplicas(attempt, client.Broker(int(broker)), *topic.Topic, partitions)
+			} else {
+				answered = unreachable(partitions, fmt.Errorf("not in the cluster's broker list"))
+			}
+			mutex.Lock()
+			defer mutex.Unlock()
+			for partition, state := range answered {
+				states[replicaKey{partition, broker}] = state
+			}
+		})
+	}
+	wait.Wait()
+	return states
+}
+
+func unreachable(partitions []int32, err error) map[int32]replicaState {
+	states := map[int32]replicaState{}
+	for _, partition := range partitions {
+		states[partition] = replicaState{unreachable: err, logEndOffset: -1, highWatermark: -1, logStartOffset: -1}
+	}
+	return states
+}
+
+// queryReplicas asks one broker for its replicas of the partitions: their
+// log end offsets first, then a Fetch at each log end offset, which reads
+// no records (a debugging fetch reads at most up to the high watermark) and
+// brings back the high watermark and log start offset. A partition whose
+// ListOffsets failed is not fetched: its error is the answer.
+func queryReplicas(ctx context.Context, broker *kgo.Broker, topic string, partitions []int32) map[int32]replicaState {
+	states := map[int32]replicaState{}
+	listed, err := broker.Request(ctx, debugListOffsets(topic, partitions))
+	if err != nil {
+		return unreachable(partitions, err)
+	}
+	for _, answered := range listed.(*kmsg.ListOffsetsResponse).Topics {
+		for _, part := range answered.Partitions {
+			state := replicaState{failure: kafkaError(part.ErrorCode, nil), logEndOffset: part.Offset, highWatermark: -1, logStartOffset: -1}
+			if state.failure != nil {
+				state.logEndOffset = -1
+			}
+			states[part.Partition] = state
+		}
+	}
+	var fetchable []int32
+	for _, partition := range partitions {
+		if state, ok := states[partition]; !ok {
+			states[partition] = replicaState{failure: fmt.Errorf("no answer for the partition"), logEndOffset: -1, highWatermark: -1, logStartOffset: -1}
+		} else if state.failure == nil {
+			fetchable = append(fetchable, partition)
+		}
+	}
+	if len(fetchable) == 0 {
+		return states
+	}
+	fetched, err := broker.Request(ctx, debugFetch(topic, fetchable, states))
+	if err != nil {
+		return unreachable(partitions, err)
+	}
+	response := fetched.(*kmsg.FetchResponse)
+	for _, answered := range response.Topics {
+		for _, part := range answered.Partitions {
+			state := states[part.Partition]
+			state.failure = kafkaError(part.ErrorCode, nil)
+			if state.failure == nil {
+				state.failure = kafkaError(response.ErrorCode, nil)
+			}
+			state.highWatermark, state.logStartOffset = part.HighWatermark, part.LogStartOffset
+			states[part.Partition] = state
+		}
+	}
+	return states
+}
+
+// debugListOffsets asks for the latest offset as the debugging replica: the
+// log end offset, since no isolation level applies to it. CurrentLeaderEpoch
+// -1 skips the epoch check, so a replica that lags the metadata still says
+// where it is.
+func debugListOffsets(topic string, partitions []int32) *kmsg.ListOffsetsRequest {
+	request := kmsg.NewPtrListOffsetsRequest()
+	request.ReplicaID = debugReplicaID
+	entry := kmsg.NewListOffsetsRequestTopic()
+	entry.Topic = topic
+	for _, partition := range partitions {
+		part := kmsg.NewListOffsetsRequestTopicPartition()
+		part.Partition, part.Timestamp, part.CurrentLeaderEpoch = partition, -1, -1
+		entry.Partitions = append(entry.Partitions, part)
+	}
+	request.Topics = append(request.Topics, entry)
+	return request
+}
+
+// debugFetch fetches each partition at its log end offset as the debugging
+// replica, waiting for nothing, with room for one byte: the answer is the
+// offsets, not records.
+func debugFetch(topic string, partitions []int32, states map[int32]replicaState) *kmsg.FetchRequest {
+	request := kmsg.NewPtrFetchRequest()
+	request.ReplicaID, request.ReplicaState.ID = debugReplicaID, debugReplicaID
+	request.MaxWaitMillis, request.MinBytes, request.MaxBytes = 0, 0, 1
+	request.SessionEpoch = -1 // no fetch session
+	entry := kmsg.NewFetchRequestTopic()
+	entry.Topic = topic
+	for _, partition := range partitions {
+		part := kmsg.NewFetchRequestTopicPartition()
+		part.Partition, part.FetchOffset, part.PartitionMaxBytes = partition, states[partition].logEndOffset, 1
+		part.CurrentLeaderEpoch, part.LastFetchedEpoch = -1, -1
+		entry.Partitions = append(entry.Partitions, part)
+	}
+	request.Topics = append(request.Topics, entry)
+	return request
+}
+
+// printReplicas writes one line per replica of a partition, in the
+// partition's replica order: its role as Metadata has it, its own log start
+// offset, high watermark and log end offset, and its lag, how many offsets
+// its log end trails the leader's.
+func printReplicas(out io.Writer, partition kmsg.MetadataResponseTopicPartition, states map[replicaKey]replicaState) {
+	leaderEnd := int64(-1)
+	if leader, ok := states[replicaKey{partition.Partition, partition.Leader}]; ok && leader.unreachable == nil {
+		leaderEnd = leader.logEndOffset
+	}
+	for _, broker := range partition.Replicas {
+		role := "follower"
+		if broker == partition.Leader {
+			role = "leader"
+		}
+		if slices.Contains(partition.OfflineReplicas, broker) {
+			role += ", offline"
+		}
+		status := "not asked"
+		if state, ok := states[replicaKey{partition.Partition, broker}]; ok {
+			status = replicaStatus(state, leaderEnd)
+		}
+		fmt.Fprintf(out, "    replica %d (%s): %s\n", broker, role, status)
+	}
+}
+
+// replicaStatus describes what one replica said, with its lag behind the
+// leader's log end offset when both are known (leaderEnd -1 when not).
+func replicaStatus(state replicaState, leaderEnd int64) string {
+	var status string
+	switch {
+	case state.unreachable != nil:
+		return "unreachable (" + state.unreachable.Error() + ")"
+	case state.logEndOffset < 0:
+		return "error " + state.failure.Error()
+	case state.failure != nil:
+		status = fmt.Sprintf("log end offset %d, high watermark unknown (error %s)", state.logEndOffset, state.failure)
+	default:
+		status = fmt.Sprintf("log start offset %d, high watermark %d, log end offset %d", state.logStartOffset, state.highWatermark, state.logEndOffset)
+	}
+	if leaderEnd < 0 {
+		return status + ", lag unknown"
+	}
+	return status + fmt.Sprintf(", lag %d", leaderEnd-state.logEndOffset)
+}
