@@ -29,7 +29,7 @@ func runWithInput(stdin string, args ...string) (string, string, error) {
 	return stdout.String(), stderr.String(), err
 }
 
-func freeAddress(t *testing.T) string {
+func freeAddress(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -42,7 +42,7 @@ func freeAddress(t *testing.T) string {
 // serveNode runs one tide serve node in this process, through the serve
 // command's own configuration, and returns its Kafka address once its
 // broker is registered and unfenced; the node stops when the test ends.
-func serveNode(t *testing.T) string {
+func serveNode(t testing.TB) string {
 	t.Helper()
 	controller, kafka := freeAddress(t), freeAddress(t)
 	command := newServeCommand()
