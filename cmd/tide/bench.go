@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -69,13 +71,17 @@ first (0 turns a bound off). Before them --warmup runs the first phase's
 kind of produce without counting it. The topic is created if missing, with
 --partitions and --replication-factor (-1: the broker's default), and is
 left in place afterwards. Any record not acknowledged fails the run (exit 1)
-after the figures are printed.
+after the figures are printed. An interruption (SIGINT, SIGTERM) ends the
+run early: what was sent is still waited for, and the figures so far are
+printed, marked interrupted.
 
   tide bench produce --bootstrap 127.0.0.1:9092 --duration 10s
   tide bench produce --mode latency --records 10000 --json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runBenchProduce(cmd, options)
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return runBenchProduce(ctx, cmd, options)
 		},
 	}
 	options.addFlags(command.Flags())
@@ -152,11 +158,10 @@ func (o benchOptions) producerOptions() []kgo.Opt {
 	return options
 }
 
-func runBenchProduce(cmd *cobra.Command, options benchOptions) error {
+func runBenchProduce(ctx context.Context, cmd *cobra.Command, options benchOptions) error {
 	if err := options.validate(cmd); err != nil {
 		return err
 	}
-	ctx := cmd.Context()
 	client, metadata, err := options.connect(ctx, []string{options.topic}, options.producerOptions()...)
 	if err != nil {
 		return err
@@ -171,6 +176,7 @@ func runBenchProduce(cmd *cobra.Command, options benchOptions) error {
 	}
 	values := newValueSource(options.seed, options.size, options.keys)
 	err = options.runPhases(ctx, client, values, &report)
+	report.Interrupted = ctx.Err() != nil
 	if printErr := report.print(cmd.OutOrStdout(), options.json); printErr != nil && err == nil {
 		err = printErr
 	}
@@ -181,7 +187,8 @@ func runBenchProduce(cmd *cobra.Command, options benchOptions) error {
 }
 
 // runPhases runs the warmup and the phases --mode asks for, filling the
-// report as each ends; the first failure ends the run.
+// report as each ends; the first failure ends the run, and an interruption
+// (ctx done) ends the phase under way and skips the rest.
 func (o benchOptions) runPhases(ctx context.Context, client *kgo.Client, values *valueSource, report *benchReport) error {
 	bound := phaseBound{records: o.records, duration: o.duration}
 	warmup := phaseBound{duration: o.warmup}
@@ -200,14 +207,14 @@ func (o benchOptions) runPhases(ctx context.Context, client *kgo.Client, values 
 			return fmt.Errorf("warmup: %w", err)
 		}
 	}
-	if o.mode != "latency" {
+	if o.mode != "latency" && ctx.Err() == nil {
 		result, err := runThroughput(ctx, client, values, bound)
 		report.Throughput = &result
 		if err != nil {
 			return fmt.Errorf("throughput: %w", err)
 		}
 	}
-	if o.mode != "throughput" {
+	if o.mode != "throughput" && ctx.Err() == nil {
 		result, err := runLatency(ctx, client, values, bound)
 		report.Latency = &result
 		if err != nil {

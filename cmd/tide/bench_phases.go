@@ -48,20 +48,24 @@ func (a *acknowledgements) done(record *kgo.Record, err error) {
 	}
 }
 
-// runThroughput produces asynchronously until the bound is reached or a
-// record fails, then waits for every record sent to be answered: the
-// elapsed time runs from the first record sent to the last one answered.
-// Produce blocks while kgo's buffer is full, which is the back-pressure
-// that keeps the phase at the cluster's pace.
+// runThroughput produces asynchronously until the bound is reached, a
+// record fails or ctx is done, then waits for every record sent to be
+// answered: the elapsed time runs from the first record sent to the last
+// one answered. Produce blocks while kgo's buffer is full, which is the
+// back-pressure that keeps the phase at the cluster's pace.
 func runThroughput(ctx context.Context, client *kgo.Client, values *valueSource, bound phaseBound) (throughputResult, error) {
+	// Produce and Flush do not see ctx's end: an interruption stops the
+	// sending, but the records sent are still answered (each within the
+	// delivery timeout), so the figures count each record sent once.
+	sending := context.WithoutCancel(ctx)
 	var acknowledged acknowledgements
 	started := time.Now()
 	sent := int64(0)
 	for bound.more(sent, time.Since(started)) && acknowledged.errors.Load() == 0 && ctx.Err() == nil {
-		client.Produce(ctx, values.next(), acknowledged.done)
+		client.Produce(sending, values.next(), acknowledged.done)
 		sent++
 	}
-	flushErr := client.Flush(ctx)
+	flushErr := client.Flush(sending)
 	elapsed := time.Since(started)
 	result := throughputResult{
 		Records:        acknowledged.records.Load(),
@@ -101,16 +105,17 @@ type latencyResult struct {
 }
 
 // runLatency produces one record at a time, each sent only after the one
-// before was acknowledged, and times each from Produce to its answer.
-// ProduceSync ends kgo's linger for its records, so the default linger
-// does not add to a sample.
+// before was acknowledged, and times each from Produce to its answer,
+// until the bound is reached or ctx is done. ProduceSync ends kgo's linger
+// for its records, so the default linger does not add to a sample.
 func runLatency(ctx context.Context, client *kgo.Client, values *valueSource, bound phaseBound) (latencyResult, error) {
+	sending := context.WithoutCancel(ctx) // as in runThroughput
 	var samples []time.Duration
 	started := time.Now()
-	for bound.more(int64(len(samples)), time.Since(started)) && len(samples) < maxLatencySamples {
+	for bound.more(int64(len(samples)), time.Since(started)) && len(samples) < maxLatencySamples && ctx.Err() == nil {
 		record := values.next()
 		sent := time.Now()
-		if err := client.ProduceSync(ctx, record).FirstErr(); err != nil {
+		if err := client.ProduceSync(sending, record).FirstErr(); err != nil {
 			return summarizeLatency(samples), fmt.Errorf("record %d not acknowledged: %w", len(samples), err)
 		}
 		samples = append(samples, time.Since(sent))

@@ -28,6 +28,7 @@ type benchReport struct {
 	Seed               uint64            `json:"seed"`
 	WarmupSeconds      float64           `json:"warmup_seconds"`
 	WarmupRecords      int64             `json:"warmup_records"`
+	Interrupted        bool              `json:"interrupted"`
 	Throughput         *throughputResult `json:"throughput,omitempty"`
 	Latency            *latencyResult    `json:"latency,omitempty"`
 }
@@ -64,8 +65,12 @@ func (r benchReport) print(out io.Writer, asJSON bool) error {
 	}
 	fmt.Fprintf(out, "topic %s (partitions %d%s), acks=%s, %s, %d-byte random values, compression none\n",
 		r.Topic, r.Partitions, created, r.Acks, idempotent, r.ValueBytes)
-	fmt.Fprintf(out, "kgo: linger %gms, batch max %d bytes, max buffered records %d; warmup %gs, %d records\n\n",
+	fmt.Fprintf(out, "kgo: linger %gms, batch max %d bytes, max buffered records %d; warmup %gs, %d records\n",
 		r.LingerMs, r.BatchMaxBytes, r.MaxBufferedRecords, r.WarmupSeconds, r.WarmupRecords)
+	if r.Interrupted {
+		fmt.Fprintln(out, "interrupted: the figures are of the records sent before")
+	}
+	fmt.Fprintln(out)
 	table := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	if t := r.Throughput; t != nil {
 		fmt.Fprintln(table, "throughput\trecords\tseconds\trecords/s\tMiB/s\terrors")

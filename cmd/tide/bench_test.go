@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math/rand/v2"
@@ -49,6 +50,30 @@ func TestBenchProduce(t *testing.T) {
 		if !strings.Contains(table, want) {
 			t.Fatalf("the table has no %q:\n%s", want, table)
 		}
+	}
+	checkBenchInterrupted(t, bootstrap)
+	mustFail(t, 1, "bench produce: topic bad/name: INVALID_TOPIC_EXCEPTION", "bench", "produce", "--topic", "bad/name", bootstrap)
+}
+
+// An interruption ends a run early with its figures printed and exit 0:
+// what was sent before it is still waited for and counted.
+func checkBenchInterrupted(t *testing.T, bootstrap string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	root := newRootCommand()
+	var stdout bytes.Buffer
+	root.SetOut(&stdout)
+	root.SetArgs([]string{"bench", "produce", "--topic", "interrupted", "--duration", "1h", "--warmup", "0", "--json", bootstrap})
+	if err := root.ExecuteContext(ctx); err != nil {
+		t.Fatalf("an interrupted bench produce: %v", err)
+	}
+	var report benchReport
+	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+		t.Fatalf("an interrupted bench produce printed %q: %v", stdout.String(), err)
+	}
+	if !report.Interrupted || report.Throughput == nil || report.Throughput.Records == 0 || report.Throughput.Errors != 0 || report.Latency != nil {
+		t.Fatalf("an interrupted bench produce: %s", stdout.String())
 	}
 }
 
