@@ -67,7 +67,12 @@ topic with franz-go, in two phases:
               before the next is sent; reports exact percentiles
 
 Each phase ends after --records records or --duration, whichever comes
-first (0 turns a bound off). Before them --warmup runs the first phase's
+first (0 turns a bound off); the throughput phase's time runs on to the
+last acknowledgement, so it is a little longer than --duration. With
+--acks none nothing is acknowledged: a record counts once it is written to
+the socket, so the figures are of the client's sending, and a backlog the
+broker still holds after the throughput phase delays the first latency
+samples. Before them --warmup runs the first phase's
 kind of produce without counting it. The topic is created if missing, with
 --partitions and --replication-factor (-1: the broker's default), and is
 left in place afterwards. Any record not acknowledged fails the run (exit 1)
