@@ -30,7 +30,7 @@ func runWithInput(stdin string, args ...string) (string, string, error) {
 	return stdout.String(), stderr.String(), err
 }
 
-func freeAddress(t *testing.T) string {
+func freeAddress(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -43,7 +43,7 @@ func freeAddress(t *testing.T) string {
 // serveNode runs one tide serve node in this process, through the serve
 // command's own configuration, and returns its Kafka address once its
 // broker is registered and unfenced; the node stops when the test ends.
-func serveNode(t *testing.T) string {
+func serveNode(t testing.TB) string {
 	t.Helper()
 	return serveCluster(t, 1)[0]
 }
@@ -51,7 +51,7 @@ func serveNode(t *testing.T) string {
 // serveCluster runs size nodes as serveNode runs one, brokers 1..size,
 // every one a voter, and returns their Kafka addresses in broker order
 // once every broker is registered and unfenced.
-func serveCluster(t *testing.T, size int) []string {
+func serveCluster(t testing.TB, size int) []string {
 	t.Helper()
 	var controllers, kafka, voters, listeners []string
 	for id := 1; id <= size; id++ {

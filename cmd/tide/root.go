@@ -33,7 +33,7 @@ func newRootCommand() *cobra.Command {
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
 	})
 	root.AddCommand(newVersionCommand(), newLogCommand(), newSimCommand(), newScenarioCommand(), newServeCommand(),
-		newTopicCommand(), newProduceCommand(), newConsumeCommand())
+		newTopicCommand(), newProduceCommand(), newConsumeCommand(), newBenchCommand())
 	return root
 }
 
