@@ -91,7 +91,7 @@ func (s *Server) acceptKafka(ctx context.Context) {
 
 // postKafka hands a request to the node loop. If the node stops first the
 // request is answered with nothing, and the connection closes with it.
-func (s *Server) postKafka(request []byte, answer func([]byte, error)) {
+func (s *Server) postKafka(request []byte, answer func(wire.Response, error)) {
 	select {
 	case s.inbox <- event{kind: eventKafkaRequest, payload: request, answer: answer}:
 	case <-s.stopped:

@@ -8,11 +8,13 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/tidelog/tide/internal/wire"
 )
 
 // testConn serves one kafkaConn over a loopback pair with handle, and
 // returns the client's end.
-func testConn(t *testing.T, limits kafkaLimits, handle kafkaHandle) net.Conn {
+func testConn(t *testing.T, limits kafkaLimits, handleBytes func(request []byte, answer func([]byte, error))) net.Conn {
 	t.Helper()
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -28,6 +30,9 @@ func testConn(t *testing.T, limits kafkaLimits, handle kafkaHandle) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close(); server.Close() })
+	handle := func(request []byte, answer func(wire.Response, error)) {
+		handleBytes(request, func(response []byte, err error) { answer(wire.Response{Bytes: response}, err) })
+	}
 	go newKafkaConn(server, limits, handle, slog.New(slog.DiscardHandler)).serve()
 	return client
 }

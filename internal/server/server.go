@@ -18,6 +18,7 @@ import (
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/quorum"
 	"github.com/tidelog/tide/internal/raftlog"
+	"github.com/tidelog/tide/internal/wire"
 )
 
 // Server is one running node.
@@ -52,7 +53,7 @@ type event struct {
 	frame   byte
 	payload []byte
 	// answer takes the response to a Kafka request (eventKafkaRequest).
-	answer func([]byte, error)
+	answer func(wire.Response, error)
 	// fetcher and client are a replica fetcher and its connection.
 	fetcher *fetcher
 	client  *clientConn
@@ -237,7 +238,7 @@ func (s *Server) handle(e event) {
 	case eventFrame:
 		s.handleFrame(e)
 	case eventKafkaRequest:
-		s.kafka.handler.Handle(e.payload, e.answer)
+		s.kafka.handler.HandleSpliced(e.payload, e.answer)
 	case eventFetcherUp:
 		e.fetcher.connected(e.client)
 	case eventFetcherDown:
