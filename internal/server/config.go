@@ -42,14 +42,15 @@ type Config struct {
 	// connect; by default this node's entry in KafkaListeners. One of the
 	// two is required: a broker clients cannot reach serves nothing.
 	KafkaListen string
-	// KafkaListeners are the brokers' Kafka addresses as clients reach
-	// them, id to host:port, for Metadata: clients connect to the leader
-	// of each partition at the address Metadata gives. A broker missing
-	// here is left out of Metadata and its replicas reported offline. This
-	// node's entry, if any, is what it advertises; without one it
-	// advertises the address its Kafka listener bound. (Kafka carries the
-	// endpoints in BrokerRegistration's listeners; tide's registration
-	// will too.)
+	// KafkaListeners are brokers' Kafka addresses as clients reach them,
+	// id to host:port. This node's entry, if any, is what it advertises
+	// (Kafka's advertised.listeners); without one it advertises the
+	// address its Kafka listener bound. Each broker registers the address
+	// it advertises with the controller, as Kafka's BrokerRegistration
+	// carries its listeners, and Metadata lists every broker at its
+	// registered address; the other entries here only stand in for a
+	// broker that registered none. A broker with neither is left out of
+	// Metadata and its replicas reported offline.
 	KafkaListeners map[metadata.BrokerID]string
 	// KafkaIdleTimeout closes a Kafka connection that sends no request for
 	// that long (connections.max.idle.ms); KafkaMaxInFlight bounds the

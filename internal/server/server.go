@@ -89,10 +89,6 @@ func New(config Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	if err := s.openLifecycle(); err != nil {
-		s.closeStorage()
-		return nil, err
-	}
 	listener, err := net.Listen("tcp", config.Listen)
 	if err != nil {
 		s.closeStorage()
@@ -100,6 +96,14 @@ func New(config Config) (*Server, error) {
 	}
 	s.listener = listener
 	if err := s.openKafka(); err != nil {
+		listener.Close()
+		s.closeStorage()
+		return nil, err
+	}
+	// The broker registers the address its Kafka listener is reached at,
+	// which the listener knows once bound.
+	if err := s.openLifecycle(s.kafka.backend.advertised); err != nil {
+		s.kafka.listener.Close()
 		listener.Close()
 		s.closeStorage()
 		return nil, err
