@@ -165,7 +165,7 @@ func (h *Handler) fetchRequest(request *kmsg.FetchRequest, partitions int) Fetch
 	}
 	fetch := FetchRequest{
 		ReplicaID: replicaID, ReplicaEpoch: replicaEpoch,
-		MaxWaitTicks: h.config.ticks(request.MaxWaitMillis), MinBytes: request.MinBytes, MaxBytes: request.MaxBytes,
+		MaxWaitTicks: h.config.ticks(request.MaxWaitMillis), MinBytes: request.MinBytes, MaxBytes: max(0, min(request.MaxBytes, h.config.MaxFetchBytes)),
 		IsolationLevel: IsolationLevel(request.IsolationLevel),
 		Partitions:     make([]FetchPartition, 0, partitions),
 	}
@@ -180,7 +180,7 @@ func (h *Handler) fetchRequest(request *kmsg.FetchRequest, partitions int) Fetch
 					CurrentLeaderEpoch: record.LeaderEpoch(partition.CurrentLeaderEpoch),
 					FetchOffset:        record.Offset(partition.FetchOffset),
 					LastFetchedEpoch:   record.LeaderEpoch(partition.LastFetchedEpoch),
-					MaxBytes:           int64(partition.PartitionMaxBytes),
+					MaxBytes:           int64(max(0, min(partition.PartitionMaxBytes, h.config.MaxFetchBytes))),
 				},
 			})
 		}
