@@ -47,7 +47,9 @@ func TestBadCommandLineIsAUsageError(t *testing.T) {
 	os.WriteFile(properties, []byte("node.id=1\nno.such.setting=3\n"), 0o644)
 	for _, args := range [][]string{{"serve"}, {"serve", "--id", "1", "--controllers", "1@nohost", "--data-dir", t.TempDir()},
 		{"serve", "--config", properties}, {"serve", "--config", "/no/such/file"},
-		{"serve", "--id", "1", "--controllers", "1@127.0.0.1:9093", "--kafka-listen", "127.0.0.1:9092", "--data-dir", t.TempDir(), "--default-replication-factor", "0"}} {
+		// Free ports: were the bad value accepted, the node would serve
+		// rather than fail the test on a busy port.
+		{"serve", "--id", "1", "--controllers", "1@" + freeAddress(t), "--kafka-listen", freeAddress(t), "--data-dir", t.TempDir(), "--default-replication-factor", "-1"}} {
 		if _, err := run(args...); err == nil || exitCode(err) != 2 {
 			t.Errorf("tide %v: err %v, want a usage error (2)", args, err)
 		}
