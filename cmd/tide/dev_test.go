@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -134,6 +135,9 @@ func TestDevThreeBrokers(t *testing.T) {
 	if err := run.stop(); err != nil {
 		t.Fatalf("tide dev did not exit cleanly: %v\n%s", err, run.stderr)
 	}
+	if strings.Contains(run.stderr.String(), "level=INFO") {
+		t.Fatalf("without --verbose tide dev logged at info:\n%s", run.stderr)
+	}
 	if !strings.Contains(run.stdout.String(), "stopped; the data stays in "+dir) {
 		t.Fatalf("no word of where the data stays:\n%s", run.stdout)
 	}
@@ -159,8 +163,11 @@ func TestDevOneBrokerInterrupted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a cluster; skipped with -short")
 	}
-	run := startDev(t, "--brokers", "1", "--kafka-port", "0", "--dir", t.TempDir())
+	run := startDev(t, "--brokers", "1", "--kafka-port", "0", "--dir", t.TempDir(), "--verbose")
 	bootstrap := run.bootstrap()
+	if !strings.Contains(run.stderr.String(), "level=INFO") {
+		t.Fatalf("--verbose logged no info:\n%s", run.stderr)
+	}
 	checkBrokers(t, bootstrap, 1)
 	checkDefaultReplicationFactor(t, bootstrap, 1)
 	createVisibleTopic(t, bootstrap, "single", "1", "1")
@@ -343,4 +350,79 @@ func devClient(t *testing.T, bootstrap string) *kgo.Client {
 	}
 	t.Cleanup(client.Close)
 	return client
+}
+
+// TestDevHelperProcess is tide's main in a child process for the signal
+// tests: it runs the arguments in TIDE_DEV_HELPER_ARGS and exits as main
+// does. Without the variable it does nothing.
+func TestDevHelperProcess(t *testing.T) {
+	args := os.Getenv("TIDE_DEV_HELPER_ARGS")
+	if args == "" {
+		t.Skip("the child process of TestDevSignals")
+	}
+	root := newRootCommand()
+	root.SetArgs(strings.Fields(args))
+	if err := root.Execute(); err != nil {
+		fmt.Fprintf(os.Stderr, "tide: %v\n", err)
+		os.Exit(exitCode(err))
+	}
+	os.Exit(0)
+}
+
+// SIGTERM stops the cluster cleanly (exit 0); a second SIGINT during the
+// shutdown exits at once with 1. Signals to a process of its own, so that
+// os.Exit ends the child, not the test.
+func TestDevSignals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs clusters; skipped with -short")
+	}
+	child := startDevProcess(t, "--brokers 1 --kafka-port 0 --dir "+t.TempDir())
+	child.Process.Signal(syscall.SIGTERM)
+	if err := waitProcess(t, child, 30*time.Second); err != nil {
+		t.Fatalf("after SIGTERM: %v", err)
+	}
+	child = startDevProcess(t, "--kafka-port 0 --dir "+t.TempDir())
+	child.Process.Signal(syscall.SIGINT)
+	time.Sleep(100 * time.Millisecond) // the first begins the shutdown
+	began := time.Now()
+	child.Process.Signal(syscall.SIGINT)
+	err := waitProcess(t, child, 30*time.Second)
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
+		t.Fatalf("after a second SIGINT: %v, want exit status 1", err)
+	}
+	if took := time.Since(began); took > 2*time.Second {
+		t.Fatalf("the second SIGINT took %s to exit", took)
+	}
+}
+
+// startDevProcess runs tide dev in a child process and waits for ready.
+func startDevProcess(t *testing.T, args string) *exec.Cmd {
+	t.Helper()
+	child := exec.Command(os.Args[0], "-test.run=^TestDevHelperProcess$")
+	child.Env = append(os.Environ(), "TIDE_DEV_HELPER_ARGS=dev "+args)
+	stdout := &syncBuffer{}
+	child.Stdout, child.Stderr = stdout, stdout
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { child.Process.Kill() })
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stdout.String(), "\nready in "); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("tide dev %s in a child process was not ready within 30 s:\n%s", args, stdout)
+		}
+	}
+	return child
+}
+
+func waitProcess(t *testing.T, child *exec.Cmd, timeout time.Duration) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- child.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(timeout):
+		t.Fatalf("the child process did not exit within %s", timeout)
+		return nil
+	}
 }
