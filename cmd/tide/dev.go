@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
@@ -309,20 +310,12 @@ func (l devLayout) configs(logger *slog.Logger) []server.Config {
 	for i := range configs {
 		// Each node gets its own maps: nothing is shared between nodes
 		// but the logger, which is safe for concurrent use.
-		configs[i] = server.Config{ID: metadata.BrokerID(i + 1), Controllers: copyAddresses(voters), Listen: l.controller[i],
-			DataDir: filepath.Join(l.dir, nodeDirName(i+1)), KafkaListeners: copyAddresses(listeners),
+		configs[i] = server.Config{ID: metadata.BrokerID(i + 1), Controllers: maps.Clone(voters), Listen: l.controller[i],
+			DataDir: filepath.Join(l.dir, nodeDirName(i+1)), KafkaListeners: maps.Clone(listeners),
 			SessionTimeout: devSessionTimeout, BrokerHeartbeat: devHeartbeat,
 			DefaultReplicationFactor: min(devReplicationFactorMax, l.brokers()), Logger: logger}
 	}
 	return configs
-}
-
-func copyAddresses(addresses map[metadata.BrokerID]string) map[metadata.BrokerID]string {
-	copied := make(map[metadata.BrokerID]string, len(addresses))
-	for id, address := range addresses {
-		copied[id] = address
-	}
-	return copied
 }
 
 // newNodes opens every node. If one fails, those opened hold listeners
