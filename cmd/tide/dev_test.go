@@ -185,6 +185,23 @@ func TestDevOneBrokerInterrupted(t *testing.T) {
 	}
 }
 
+// Past three brokers the rest are brokers only, not voters, each still
+// with its controller listener; every one registers and is in Metadata.
+func TestDevBrokersBeyondTheVoters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a cluster; skipped with -short")
+	}
+	run := startDev(t, "--brokers", "4", "--kafka-port", "0", "--dir", t.TempDir())
+	if !strings.Contains(run.stdout.String(), "voters of the metadata quorum: 1, 2, 3\n") {
+		t.Fatalf("the voters are not the first three:\n%s", run.stdout)
+	}
+	checkBrokers(t, run.bootstrap(), 4)
+	checkDefaultReplicationFactor(t, run.bootstrap(), 3)
+	if err := run.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // An RF 3 topic written with acks=all and read back: it needs followers
 // that fetch from the leader over TCP, which internal/server does not do
 // yet. Remove the skip when it does.
