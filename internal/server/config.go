@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/wire"
 )
 
 // Config configures one node. Validate rejects bad values; zero durations
@@ -52,6 +54,13 @@ type Config struct {
 	// broker that registered none. A broker with neither is left out of
 	// Metadata and its replicas reported offline.
 	KafkaListeners map[metadata.BrokerID]string
+	// DefaultPartitions and DefaultReplicationFactor are what a topic
+	// created without them gets (num.partitions and
+	// default.replication.factor; KIP-464 lets CreateTopics send -1 for
+	// either). A replication factor above the brokers registered at the
+	// time refuses the topic with INVALID_REPLICATION_FACTOR, as in Kafka.
+	DefaultPartitions        int
+	DefaultReplicationFactor int
 	// KafkaIdleTimeout closes a Kafka connection that sends no request for
 	// that long (connections.max.idle.ms); KafkaMaxInFlight bounds the
 	// requests one connection has read and not yet been answered, and
@@ -125,6 +134,12 @@ func (c Config) withDefaults() Config {
 	if c.KafkaMaxInFlight == 0 {
 		c.KafkaMaxInFlight = 100
 	}
+	if c.DefaultPartitions == 0 {
+		c.DefaultPartitions = 1 // Kafka's num.partitions
+	}
+	if c.DefaultReplicationFactor == 0 {
+		c.DefaultReplicationFactor = 1 // Kafka's default.replication.factor
+	}
 	if c.KafkaMaxConnections == 0 {
 		c.KafkaMaxConnections = 1000
 	}
@@ -133,6 +148,10 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+// maxDefaultPartitions bounds DefaultPartitions: a topic's default may not
+// exceed what one CreateTopics request may create.
+const maxDefaultPartitions = wire.DefaultMaxPartitionsPerRequest
 
 // Validate rejects configurations that cannot work.
 func (c Config) Validate() error {
@@ -150,6 +169,10 @@ func (c Config) Validate() error {
 		return errors.New("no Kafka listener: give --kafka-listen host:port, or this node's entry in --kafka-listeners")
 	case c.KafkaMaxInFlight < 1 || c.KafkaMaxConnections < 1 || c.KafkaIdleTimeout < time.Second:
 		return errors.New("kafka connections need at least one request in flight, one connection and an idle timeout of a second")
+	case c.DefaultPartitions < 1 || c.DefaultPartitions > maxDefaultPartitions:
+		return fmt.Errorf("default partitions %d: want 1 to %d, what one CreateTopics may create", c.DefaultPartitions, maxDefaultPartitions)
+	case c.DefaultReplicationFactor < 1 || c.DefaultReplicationFactor > math.MaxInt16:
+		return fmt.Errorf("default replication factor %d: want 1 to %d (an int16 on the wire)", c.DefaultReplicationFactor, math.MaxInt16)
 	case c.ElectionTimeout <= c.RaftHeartbeat || c.RaftHeartbeat < c.Tick:
 		return fmt.Errorf("election timeout %s must exceed the raft heartbeat %s, itself at least a tick (%s)", c.ElectionTimeout, c.RaftHeartbeat, c.Tick)
 	case c.SessionTimeout <= c.BrokerHeartbeat || c.BrokerHeartbeat < c.Tick:

@@ -84,7 +84,7 @@ func (b *kafkaBackend) node() *broker.Node { return b.s.lifecycle.Node() }
 func (b *kafkaBackend) Cluster() wire.Cluster {
 	self := b.s.config.ID
 	cluster := wire.Cluster{ClusterID: b.clusterID, BrokerID: self, Config: wire.BrokerConfig{
-		DefaultPartitions: 1, DefaultReplicationFactor: 1, MinInsyncReplicas: 1,
+		DefaultPartitions: b.s.config.DefaultPartitions, DefaultReplicationFactor: b.s.config.DefaultReplicationFactor, MinInsyncReplicas: 1,
 		SegmentBytes: segmentBytes, RetentionBytes: -1, RetentionMs: -1, MessageMaxBytes: maxBatchBytes,
 	}}
 	cluster.Brokers = append(cluster.Brokers, endpoint(self, b.advertised))
