@@ -42,6 +42,8 @@ const (
 	devReadyTimeout = 60 * time.Second
 	// devPollInterval is how often readiness is polled.
 	devPollInterval = 50 * time.Millisecond
+	// devShutdownTimeout bounds the brokers' controlled shutdowns on Ctrl-C.
+	devShutdownTimeout = 15 * time.Second
 	// devSessionTimeout and devHeartbeat are shorter than serve's 9 s and
 	// 500 ms, for a cluster on one machine. The metadata reaches brokers
 	// with heartbeat answers, so a topic shows on every broker sooner; and
@@ -390,10 +392,34 @@ func runNodes(ctx context.Context, layout devLayout, nodes []*server.Server, out
 			failed = errors.New("a broker stopped on its own")
 		}
 	}
+	if failed == nil {
+		stopBrokers(nodes, exited)
+	}
 	cancel()
 	running.Wait()
 	fmt.Fprintf(out, "stopped; the data stays in %s (tide dev --dir %s starts it again)\n", layout.dir, layout.dir)
 	return errors.Join(append([]error{failed}, errs...)...)
+}
+
+// stopBrokers runs every broker's controlled shutdown while every
+// controller still runs, and waits until all completed (or one node
+// stopped, or devShutdownTimeout passed): stopping the nodes all at once
+// would take the quorum away from the last brokers' shutdowns.
+func stopBrokers(nodes []*server.Server, exited <-chan struct{}) {
+	for _, node := range nodes {
+		node.ShutdownBroker()
+	}
+	timeout := time.NewTimer(devShutdownTimeout)
+	defer timeout.Stop()
+	for _, node := range nodes {
+		select {
+		case <-node.BrokerDone():
+		case <-exited:
+			return
+		case <-timeout.C:
+			return
+		}
+	}
 }
 
 // waitReady polls until every broker is ready or ctx ends (nil), a node

@@ -202,11 +202,9 @@ func TestDevBrokersBeyondTheVoters(t *testing.T) {
 	}
 }
 
-// An RF 3 topic written with acks=all and read back: it needs followers
-// that fetch from the leader over TCP, which internal/server does not do
-// yet. Remove the skip when it does.
+// An RF 3 topic written with acks=all and read back: its followers fetch
+// from the leaders over TCP, and every replica stays in the ISR.
 func TestDevReplicationFactorThree(t *testing.T) {
-	t.Skip("needs replication over TCP")
 	run := startDev(t, "--kafka-port", "0", "--dir", t.TempDir())
 	bootstrap := run.bootstrap()
 	createVisibleTopic(t, bootstrap, "replicated", "3", "3")

@@ -39,6 +39,9 @@ type Server struct {
 	brokers map[metadata.BrokerID]*conn
 	inbox   chan event
 	stopped chan struct{}
+	// brokerDone closes when the broker's controlled shutdown completed
+	// after ShutdownBroker, while the node goes on serving its controller.
+	brokerDone chan struct{}
 	// fatal is the first error of a core (a metadata record that does not
 	// apply): the node stops.
 	fatal error
@@ -69,6 +72,7 @@ const (
 	eventFetcherUp
 	eventFetcherDown
 	eventFetcherResponse
+	eventShutdownBroker
 )
 
 // New opens a node's storage and its listener; Run runs it.
@@ -79,7 +83,7 @@ func New(config Config) (*Server, error) {
 	config = config.withDefaults()
 	s := &Server{config: config, log: config.Logger.With("node", int(config.ID)), fs: disk.OS(),
 		links: map[metadata.BrokerID]*link{}, brokers: map[metadata.BrokerID]*conn{},
-		inbox: make(chan event, 1024), stopped: make(chan struct{})}
+		inbox: make(chan event, 1024), stopped: make(chan struct{}), brokerDone: make(chan struct{})}
 	s.replication = newReplication(s)
 	if err := s.fs.MkdirAll(config.DataDir); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
@@ -176,24 +180,53 @@ func (s *Server) closeStorage() error {
 	return s.storage.Close()
 }
 
+// ShutdownBroker starts the broker's controlled shutdown while the node
+// keeps running its controller, so that several nodes stopping together
+// (tide dev) keep their quorum until every broker has moved its
+// leaderships; BrokerDone closes once it completed. Ending Run's context
+// then stops the node at once.
+func (s *Server) ShutdownBroker() { s.post(event{kind: eventShutdownBroker}) }
+
+// BrokerDone closes when the controlled shutdown ShutdownBroker started
+// has completed.
+func (s *Server) BrokerDone() <-chan struct{} { return s.brokerDone }
+
 // loop is the node loop: the only goroutine that touches the cores.
 func (s *Server) loop(ctx context.Context) error {
 	ticker := time.NewTicker(s.config.Tick)
 	defer ticker.Stop()
 	var deadline <-chan time.Time
 	done := ctx.Done()
+	shutdown := func() {
+		if deadline == nil {
+			s.log.Info("controlled shutdown")
+			s.lifecycle.BeginShutdown()
+			deadline = time.After(s.config.ShutdownTimeout)
+		}
+	}
+	brokerDone, timedOut := false, false
 	for {
 		select {
 		case <-ticker.C:
 			s.tick()
 		case e := <-s.inbox:
+			if e.kind == eventShutdownBroker {
+				shutdown()
+				break
+			}
 			s.handle(e)
 		case <-done:
 			done = nil
-			s.log.Info("controlled shutdown")
-			s.lifecycle.BeginShutdown()
-			deadline = time.After(s.config.ShutdownTimeout)
+			if timedOut {
+				return nil
+			}
+			shutdown()
 		case <-deadline:
+			if done != nil {
+				s.log.Warn("controlled shutdown timed out; the controller goes on until the node stops")
+				deadline, timedOut = make(chan time.Time), true // fires no more
+				break
+			}
 			s.log.Warn("controlled shutdown timed out; stopping anyway")
 			return nil
 		}
@@ -201,8 +234,15 @@ func (s *Server) loop(ctx context.Context) error {
 			return err
 		}
 		if s.lifecycle.ShutDown() {
-			s.log.Info("controlled shutdown complete")
-			return nil
+			if done == nil {
+				s.log.Info("controlled shutdown complete")
+				return nil
+			}
+			if !brokerDone {
+				brokerDone = true
+				s.log.Info("controlled shutdown complete; the controller goes on until the node stops")
+				close(s.brokerDone)
+			}
 		}
 		if done == nil && s.lifecycle.TicksSinceAnswer() > s.config.ticks(s.config.SessionTimeout) {
 			// With no controller to move its leaderships, waiting longer
