@@ -1,0 +1,402 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/tidelog/tide/internal/metadata"
+)
+
+// sarama (github.com/IBM/sarama), the second most used Go Kafka client,
+// against three real `tide serve` processes, unchanged: its ClusterAdmin
+// creates, lists, describes and deletes topics; its idempotent producers
+// (sync and async) write keyed records with headers across three
+// partitions, each led by another broker (replication factor 1); its
+// Client reports brokers, leaders and offsets; and its PartitionConsumers
+// read every record back from the oldest offset, in order per partition,
+// byte for byte.
+//
+// Current sarama clamps every request to the range ApiVersions advertises
+// (restrictApiVersion), so Config.Version only caps what it asks for. The
+// runs cover:
+//   - V3_6_0_0, the newest Kafka version at which every request sarama
+//     sends is at a version tide serves without clamping (Produce 9, Fetch
+//     12, ListOffsets 6, Metadata 11; V3_7 would ask for Produce 10);
+//   - V2_1_0_0, the oldest the compatibility plan names (Produce 7, Fetch
+//     10, Metadata 7);
+//   - sarama.MaxVersion, which sends ApiVersions v4 first, takes tide's v0
+//     UNSUPPORTED_VERSION answer and retries at v3, and then has its
+//     Produce, DescribeCluster and the rest clamped to tide's ranges.
+func TestSaramaAgainstServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three tide processes; skipped with -short")
+	}
+	c := newProcessCluster(t, 3)
+	c.waitFor("three brokers registered and unfenced", 30*time.Second, []metadata.BrokerID{1, 2, 3}, allUnfenced(3))
+	for _, version := range []sarama.KafkaVersion{sarama.V3_6_0_0, sarama.V2_1_0_0, sarama.MaxVersion} {
+		t.Run(version.String(), func(t *testing.T) { saramaRoundTrip(t, c, version) })
+	}
+}
+
+func saramaRoundTrip(t *testing.T, c *processCluster, version sarama.KafkaVersion) {
+	// One seed that is not the active controller: everything else is found
+	// through Metadata, and CreateTopics is sent to the controller it names.
+	seed := metadata.BrokerID(1)
+	if c.active() == seed {
+		seed = 2
+	}
+	client, err := sarama.NewClient([]string{c.kafka[seed]}, saramaConfig(version))
+	if err != nil {
+		t.Fatalf("sarama.NewClient: %v", err)
+	}
+	defer client.Close()
+	topic := "sarama-" + version.String()
+	checkSaramaAdmin(t, client, topic)
+	checkSaramaMetadata(t, c, client, topic)
+
+	sent := saramaSyncProduce(t, client, topic, 1000)
+	for partition, records := range saramaAsyncProduce(t, client, version, topic, 300) {
+		sent[partition] = append(sent[partition], records...)
+	}
+	checkSaramaProducedOffsets(t, sent)
+	for partition, records := range sent {
+		checkSaramaOffsets(t, client, topic, partition, int64(len(records)))
+	}
+	checkSaramaConsumed(t, client, topic, sent)
+	checkSaramaNoGroups(t, client)
+}
+
+// Consumer groups are not served yet (docs/compatibility.md): sarama learns
+// from ApiVersions that FindCoordinator is missing and fails at once,
+// without sending a request tide would close the connection for.
+func checkSaramaNoGroups(t *testing.T, client sarama.Client) {
+	t.Helper()
+	coordinator, err := client.Coordinator("sarama-group")
+	if err == nil {
+		t.Fatalf("a group coordinator %d, from a broker that serves no groups", coordinator.ID())
+	}
+	if !errors.Is(err, sarama.ErrUnsupportedVersion) {
+		t.Fatalf("Coordinator: %v, want sarama.ErrUnsupportedVersion", err)
+	}
+}
+
+// saramaConfig is the reliable producer configuration: acks=all,
+// idempotence (which sarama allows only with one request in flight per
+// broker, so that a retried batch cannot overtake the next one).
+func saramaConfig(version sarama.KafkaVersion) *sarama.Config {
+	config := sarama.NewConfig()
+	config.ClientID = "tide-sarama-test"
+	config.Version = version
+	config.Producer.Idempotent = true
+	config.Producer.RequiredAcks = sarama.WaitForAll
+	config.Net.MaxOpenRequests = 1
+	config.Producer.Return.Successes = true
+	config.Producer.Return.Errors = true
+	config.Producer.Retry.Backoff = 50 * time.Millisecond
+	config.Consumer.Return.Errors = true
+	config.Consumer.MaxWaitTime = 300 * time.Millisecond
+	config.Metadata.Retry.Backoff = 100 * time.Millisecond
+	config.Admin.Timeout = 10 * time.Second
+	return config
+}
+
+// checkSaramaAdmin creates the test's topic (three partitions, replication
+// factor 1), asks for a validate-only creation that must leave nothing
+// behind, creates and deletes another topic, and finds all of it in
+// ListTopics, DescribeTopics and DescribeCluster.
+func checkSaramaAdmin(t *testing.T, client sarama.Client, topic string) {
+	t.Helper()
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		t.Fatalf("sarama.NewClusterAdminFromClient: %v", err)
+	}
+	// Not admin.Close: it would close the client the test goes on with.
+	detail := &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}
+	if err := admin.CreateTopic(topic, detail, false); err != nil {
+		t.Fatalf("CreateTopic %s: %v", topic, err)
+	}
+	if err := admin.CreateTopic(topic, detail, false); err == nil {
+		t.Fatalf("CreateTopic %s a second time succeeded", topic)
+	}
+	if err := admin.CreateTopic(topic+"-validated", detail, true); err != nil {
+		t.Fatalf("CreateTopic validate-only: %v", err)
+	}
+	doomed := topic + "-doomed"
+	if err := admin.CreateTopic(doomed, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false); err != nil {
+		t.Fatalf("CreateTopic %s: %v", doomed, err)
+	}
+	// ListTopics asks any broker, and a broker other than the controller
+	// learns of a change when its metadata catches up, in Kafka as here.
+	eventually(t, "ListTopics shows the created topics", func() error {
+		topics, err := admin.ListTopics()
+		switch {
+		case err != nil:
+			return err
+		case topics[topic].NumPartitions != 3 || topics[topic].ReplicationFactor != 1 || len(topics[topic].ReplicaAssignment) != 3:
+			return fmt.Errorf("%s is %+v", topic, topics[topic])
+		case topics[doomed].NumPartitions != 1:
+			return fmt.Errorf("%s is %+v", doomed, topics[doomed])
+		}
+		if _, ok := topics[topic+"-validated"]; ok {
+			t.Fatal("a validate-only CreateTopic created the topic")
+		}
+		return nil
+	})
+	if err := admin.DeleteTopic(doomed); err != nil {
+		t.Fatalf("DeleteTopic %s: %v", doomed, err)
+	}
+	eventually(t, "ListTopics no longer shows the deleted topic", func() error {
+		topics, err := admin.ListTopics()
+		if _, ok := topics[doomed]; err == nil && ok {
+			return fmt.Errorf("%s is still listed", doomed)
+		}
+		return err
+	})
+	described, err := admin.DescribeTopics([]string{topic})
+	if err != nil || len(described) != 1 || described[0].Err != sarama.ErrNoError || len(described[0].Partitions) != 3 {
+		t.Fatalf("DescribeTopics %s: %+v, %v", topic, described, err)
+	}
+	brokers, controller, err := admin.DescribeCluster()
+	if err != nil || len(brokers) != 3 || controller < 1 || controller > 3 {
+		t.Fatalf("DescribeCluster: %d brokers, controller %d, %v", len(brokers), controller, err)
+	}
+}
+
+// checkSaramaMetadata checks what sarama's Client learned from Metadata:
+// three brokers at their --kafka-listeners addresses, and the topic's three
+// partitions each led by a different broker.
+func checkSaramaMetadata(t *testing.T, c *processCluster, client sarama.Client, topic string) {
+	t.Helper()
+	if err := client.RefreshMetadata(topic); err != nil {
+		t.Fatalf("RefreshMetadata: %v", err)
+	}
+	var addresses []string
+	for _, broker := range client.Brokers() {
+		addresses = append(addresses, broker.Addr())
+		if want := c.kafka[metadata.BrokerID(broker.ID())]; broker.Addr() != want {
+			t.Fatalf("broker %d at %s, want %s", broker.ID(), broker.Addr(), want)
+		}
+	}
+	if len(addresses) != 3 {
+		t.Fatalf("sarama knows brokers %v, want three", addresses)
+	}
+	partitions, err := client.Partitions(topic)
+	if err != nil || !slices.Equal(partitions, []int32{0, 1, 2}) {
+		t.Fatalf("partitions of %s: %v, %v", topic, partitions, err)
+	}
+	leaders := map[int32]bool{}
+	for _, partition := range partitions {
+		leader, err := client.Leader(topic, partition)
+		if err != nil {
+			t.Fatalf("leader of %s-%d: %v", topic, partition, err)
+		}
+		replicas, err := client.Replicas(topic, partition)
+		if err != nil || !slices.Equal(replicas, []int32{leader.ID()}) {
+			t.Fatalf("replicas of %s-%d: %v, %v; leader %d", topic, partition, replicas, err, leader.ID())
+		}
+		leaders[leader.ID()] = true
+	}
+	if len(leaders) != 3 {
+		t.Fatalf("the partitions of %s are led by %v, want three brokers", topic, leaders)
+	}
+	if controller, err := client.Controller(); err != nil || controller.ID() != int32(c.active()) {
+		t.Fatalf("sarama's controller: %v, %v; active controller %d", controller, err, c.active())
+	}
+}
+
+// saramaMessage is record i of a run: a key (so the hash partitioner
+// spreads the records over the partitions), a value of varying length
+// (empty included), zero to two headers, and a timestamp in milliseconds.
+func saramaMessage(topic string, run string, i int) *sarama.ProducerMessage {
+	message := &sarama.ProducerMessage{
+		Topic:     topic,
+		Key:       sarama.StringEncoder(fmt.Sprintf("%s-key-%d", run, i)),
+		Value:     sarama.ByteEncoder(bytes.Repeat([]byte{byte(i), byte(i >> 8), 0xff}, i%40)),
+		Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i)),
+	}
+	for h := range i % 3 {
+		message.Headers = append(message.Headers, sarama.RecordHeader{Key: []byte("h" + strconv.Itoa(h)), Value: []byte(strconv.Itoa(i))})
+	}
+	return message
+}
+
+// saramaSyncProduce sends count records through a SyncProducer, 100 at a
+// time, and returns them per partition in offset order. The offsets of each
+// partition must run from 0 without gaps, in the order the records were
+// sent: one producer, idempotent, one request in flight.
+func saramaSyncProduce(t *testing.T, client sarama.Client, topic string, count int) map[int32][]*sarama.ProducerMessage {
+	t.Helper()
+	producer, err := sarama.NewSyncProducerFromClient(client)
+	if err != nil {
+		t.Fatalf("sarama.NewSyncProducerFromClient: %v", err)
+	}
+	defer producer.Close()
+	sent := map[int32][]*sarama.ProducerMessage{}
+	for first := 0; first < count; first += 100 {
+		var batch []*sarama.ProducerMessage
+		for i := first; i < min(first+100, count); i++ {
+			batch = append(batch, saramaMessage(topic, "sync", i))
+		}
+		if err := producer.SendMessages(batch); err != nil {
+			t.Fatalf("SendMessages of records %d..: %v", first, err)
+		}
+		for _, message := range batch {
+			sent[message.Partition] = append(sent[message.Partition], message)
+		}
+	}
+	checkSaramaProducedOffsets(t, sent)
+	if len(sent) != 3 {
+		t.Fatalf("%d keyed records went to %d partitions, want all three", count, len(sent))
+	}
+	return sent
+}
+
+// saramaAsyncProduce sends count records through an AsyncProducer with
+// zstd compression (Produce ≥ 7, Fetch ≥ 10: tide passes the compressed
+// batches through untouched) and returns them per partition in offset
+// order, after the ones the sync run wrote.
+func saramaAsyncProduce(t *testing.T, client sarama.Client, version sarama.KafkaVersion, topic string, count int) map[int32][]*sarama.ProducerMessage {
+	t.Helper()
+	config := saramaConfig(version)
+	config.Producer.Compression = sarama.CompressionZSTD
+	compressing, err := sarama.NewClient(saramaAddresses(client), config)
+	if err != nil {
+		t.Fatalf("sarama.NewClient: %v", err)
+	}
+	defer compressing.Close()
+	producer, err := sarama.NewAsyncProducerFromClient(compressing)
+	if err != nil {
+		t.Fatalf("sarama.NewAsyncProducerFromClient: %v", err)
+	}
+	go func() {
+		for i := range count {
+			producer.Input() <- saramaMessage(topic, "async", i)
+		}
+	}()
+	acknowledged := map[int32][]*sarama.ProducerMessage{}
+	timeout := time.After(30 * time.Second)
+	for received := 0; received < count; received++ {
+		select {
+		case message := <-producer.Successes():
+			acknowledged[message.Partition] = append(acknowledged[message.Partition], message)
+		case failed := <-producer.Errors():
+			t.Fatalf("async produce: %v", failed)
+		case <-timeout:
+			t.Fatalf("async produce: %d of %d records acknowledged after 30 s", received, count)
+		}
+	}
+	if err := producer.Close(); err != nil {
+		t.Fatalf("closing the async producer: %v", err)
+	}
+	// Successes arrive per partition in the order the partition's batches
+	// were acknowledged; the offsets say the order in the log.
+	for _, records := range acknowledged {
+		slices.SortFunc(records, func(a, b *sarama.ProducerMessage) int { return int(a.Offset - b.Offset) })
+	}
+	return acknowledged
+}
+
+func saramaAddresses(client sarama.Client) []string {
+	var addresses []string
+	for _, broker := range client.Brokers() {
+		addresses = append(addresses, broker.Addr())
+	}
+	return addresses
+}
+
+// checkSaramaProducedOffsets checks that each partition's records, in the
+// order they were sent, were acknowledged at consecutive offsets from 0.
+func checkSaramaProducedOffsets(t *testing.T, sent map[int32][]*sarama.ProducerMessage) {
+	t.Helper()
+	for partition, records := range sent {
+		for i, message := range records {
+			if message.Offset != int64(i) {
+				t.Fatalf("partition %d: record %d acknowledged at offset %d, want %d", partition, i, message.Offset, i)
+			}
+		}
+	}
+}
+
+// checkSaramaOffsets asks sarama's Client for the oldest and newest offsets
+// (ListOffsets earliest and latest) of a partition holding count records.
+func checkSaramaOffsets(t *testing.T, client sarama.Client, topic string, partition int32, count int64) {
+	t.Helper()
+	for timestamp, want := range map[int64]int64{sarama.OffsetOldest: 0, sarama.OffsetNewest: count} {
+		got, err := client.GetOffset(topic, partition, timestamp)
+		if err != nil || got != want {
+			t.Fatalf("GetOffset %s-%d at %d: %d, %v; want %d", topic, partition, timestamp, got, err, want)
+		}
+	}
+}
+
+// checkSaramaConsumed reads every partition from OffsetOldest with a
+// PartitionConsumer and compares each record with the one sent, byte for
+// byte: partition, offset, key, value, headers and timestamp.
+func checkSaramaConsumed(t *testing.T, client sarama.Client, topic string, sent map[int32][]*sarama.ProducerMessage) {
+	t.Helper()
+	consumer, err := sarama.NewConsumerFromClient(client)
+	if err != nil {
+		t.Fatalf("sarama.NewConsumerFromClient: %v", err)
+	}
+	defer consumer.Close()
+	for partition, records := range sent {
+		partitionConsumer, err := consumer.ConsumePartition(topic, partition, sarama.OffsetOldest)
+		if err != nil {
+			t.Fatalf("ConsumePartition %s-%d: %v", topic, partition, err)
+		}
+		timeout := time.After(30 * time.Second)
+		for i, want := range records {
+			select {
+			case got := <-partitionConsumer.Messages():
+				checkSaramaRecord(t, want, got)
+			case failed := <-partitionConsumer.Errors():
+				t.Fatalf("consuming %s-%d: %v", topic, partition, failed)
+			case <-timeout:
+				t.Fatalf("consumed %d of %d records of %s-%d after 30 s", i, len(records), topic, partition)
+			}
+		}
+		if err := partitionConsumer.Close(); err != nil {
+			t.Fatalf("closing the consumer of %s-%d: %v", topic, partition, err)
+		}
+	}
+}
+
+func checkSaramaRecord(t *testing.T, want *sarama.ProducerMessage, got *sarama.ConsumerMessage) {
+	t.Helper()
+	key, _ := want.Key.Encode()
+	value, _ := want.Value.Encode()
+	same := got.Topic == want.Topic && got.Partition == want.Partition && got.Offset == want.Offset &&
+		bytes.Equal(got.Key, key) && bytes.Equal(got.Value, value) && got.Timestamp.Equal(want.Timestamp) &&
+		len(got.Headers) == len(want.Headers)
+	for h := 0; same && h < len(want.Headers); h++ {
+		same = bytes.Equal(got.Headers[h].Key, want.Headers[h].Key) && bytes.Equal(got.Headers[h].Value, want.Headers[h].Value)
+	}
+	if !same {
+		t.Fatalf("consumed %s-%d@%d key %q value %x headers %d at %s; produced %s-%d@%d key %q value %x headers %d at %s",
+			got.Topic, got.Partition, got.Offset, got.Key, got.Value, len(got.Headers), got.Timestamp,
+			want.Topic, want.Partition, want.Offset, key, value, len(want.Headers), want.Timestamp)
+	}
+}
+
+// eventually retries check every 100 ms until it succeeds, for at most 10 s.
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s, still not: %s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
