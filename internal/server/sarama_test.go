@@ -34,6 +34,9 @@ import (
 //   - sarama.MaxVersion, which sends ApiVersions v4 first, takes tide's v0
 //     UNSUPPORTED_VERSION answer and retries at v3, and then has its
 //     Produce, DescribeCluster and the rest clamped to tide's ranges.
+//
+// A last run restarts a partition's leader under a parked consumer and a
+// producer, which must both carry on.
 func TestSaramaAgainstServe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three tide processes; skipped with -short")
@@ -43,6 +46,7 @@ func TestSaramaAgainstServe(t *testing.T) {
 	for _, version := range []sarama.KafkaVersion{sarama.V3_6_0_0, sarama.V2_1_0_0, sarama.MaxVersion} {
 		t.Run(version.String(), func(t *testing.T) { saramaRoundTrip(t, c, version) })
 	}
+	t.Run("restart", func(t *testing.T) { checkSaramaAcrossRestart(t, c) })
 }
 
 func saramaRoundTrip(t *testing.T, c *processCluster, version sarama.KafkaVersion) {
@@ -398,5 +402,85 @@ func eventually(t *testing.T, what string, check func() error) {
 			t.Fatalf("after 10 s, still not: %s: %v", what, err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// checkSaramaAcrossRestart parks a PartitionConsumer at the log end of a
+// partition (OffsetNewest) and stops the partition's leader with SIGTERM;
+// its controlled shutdown moves the partition to a new leader epoch (with
+// no leader: replication factor 1), which fences the parked fetch. Once the
+// broker is started again a SyncProducer, retrying until the partition has
+// its leader back, writes to it, and the same consumer receives the
+// record: sarama refreshes metadata on FENCED_LEADER_EPOCH (KIP-320: its
+// fetches carry the epoch it knew), reconnects and fetches on.
+func checkSaramaAcrossRestart(t *testing.T, c *processCluster) {
+	addresses := []string{c.kafka[1], c.kafka[2], c.kafka[3]}
+	config := saramaConfig(sarama.V3_6_0_0)
+	config.Producer.Retry.Max, config.Producer.Retry.Backoff = 100, 100*time.Millisecond
+	client, err := sarama.NewClient(addresses, config)
+	if err != nil {
+		t.Fatalf("sarama.NewClient: %v", err)
+	}
+	defer client.Close()
+	const topic = "sarama-restart"
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		t.Fatalf("sarama.NewClusterAdminFromClient: %v", err)
+	}
+	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false); err != nil {
+		t.Fatalf("CreateTopic %s: %v", topic, err)
+	}
+	producer, err := sarama.NewSyncProducerFromClient(client)
+	if err != nil {
+		t.Fatalf("sarama.NewSyncProducerFromClient: %v", err)
+	}
+	defer producer.Close()
+	before := saramaMessage(topic, "before", 1)
+	if _, _, err := producer.SendMessage(before); err != nil {
+		t.Fatalf("SendMessage: %v", err)
+	}
+	consumer, err := sarama.NewConsumerFromClient(client)
+	if err != nil {
+		t.Fatalf("sarama.NewConsumerFromClient: %v", err)
+	}
+	defer consumer.Close()
+	partitionConsumer, err := consumer.ConsumePartition(topic, 0, sarama.OffsetNewest)
+	if err != nil {
+		t.Fatalf("ConsumePartition %s-0 at OffsetNewest: %v", topic, err)
+	}
+	defer partitionConsumer.Close()
+	if _, err := consumer.ConsumePartition(topic, 0, before.Offset+10); !errors.Is(err, sarama.ErrOffsetOutOfRange) {
+		t.Fatalf("ConsumePartition beyond the log end: %v, want ErrOffsetOutOfRange", err)
+	}
+
+	leader, err := client.Leader(topic, 0)
+	if err != nil {
+		t.Fatalf("leader of %s-0: %v", topic, err)
+	}
+	id := metadata.BrokerID(leader.ID())
+	c.stop(id)
+	c.start(id)
+	c.waitFor("the restarted broker unfenced", 30*time.Second, []metadata.BrokerID{1, 2, 3}, allUnfenced(3))
+
+	// The producer's own retries (with the same sequence numbers, so no
+	// duplicate) carry it over the restart; a second SendMessage would not.
+	after := saramaMessage(topic, "after", 2)
+	if _, _, err := producer.SendMessage(after); err != nil {
+		t.Fatalf("SendMessage after the restart: %v", err)
+	}
+	if after.Offset != before.Offset+1 {
+		t.Fatalf("after the restart the record went to offset %d, want %d", after.Offset, before.Offset+1)
+	}
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case got := <-partitionConsumer.Messages():
+			checkSaramaRecord(t, after, got)
+			return
+		case failed := <-partitionConsumer.Errors():
+			t.Logf("consuming across the restart: %v", failed) // retried by sarama
+		case <-timeout:
+			t.Fatal("the consumer parked before the restart never got the record written after it")
+		}
 	}
 }
