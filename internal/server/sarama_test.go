@@ -29,44 +29,64 @@ import (
 //   - V3_6_0_0, the newest Kafka version at which every request sarama
 //     sends is at a version tide serves without clamping (Produce 9, Fetch
 //     12, ListOffsets 6, Metadata 11; V3_7 would ask for Produce 10);
-//   - V2_1_0_0, the oldest the compatibility plan names (Produce 7, Fetch
-//     10, Metadata 7);
+//   - V2_8_0_0, sarama's DefaultVersion, what most users run;
+//   - V2_1_0_0, the oldest the compatibility plan names and the oldest
+//     whose requests are all at or above Kafka 4.0's minimums (Produce 7,
+//     Fetch 10, Metadata 7), with fetches asking for 64 bytes, less than
+//     any batch: the first batch must come whole (KIP-74);
 //   - sarama.MaxVersion, which sends ApiVersions v4 first, takes tide's v0
 //     UNSUPPORTED_VERSION answer and retries at v3, and then has its
 //     Produce, DescribeCluster and the rest clamped to tide's ranges.
 //
-// A last run restarts a partition's leader under a parked consumer and a
-// producer, which must both carry on.
+// Each run's async producer compresses with another codec; tide passes
+// the batches through untouched. A last run restarts a partition's leader
+// under a parked consumer and a producer, which must both carry on.
 func TestSaramaAgainstServe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three tide processes; skipped with -short")
 	}
 	c := newProcessCluster(t, 3)
 	c.waitFor("three brokers registered and unfenced", 30*time.Second, []metadata.BrokerID{1, 2, 3}, allUnfenced(3))
-	for _, version := range []sarama.KafkaVersion{sarama.V3_6_0_0, sarama.V2_1_0_0, sarama.MaxVersion} {
-		t.Run(version.String(), func(t *testing.T) { saramaRoundTrip(t, c, version) })
+	for _, run := range []saramaRun{
+		{version: sarama.V3_6_0_0, compression: sarama.CompressionZSTD},
+		{version: sarama.V2_8_0_0, compression: sarama.CompressionLZ4},
+		{version: sarama.V2_1_0_0, compression: sarama.CompressionSnappy, fetchBytes: 64},
+		{version: sarama.MaxVersion, compression: sarama.CompressionGZIP},
+	} {
+		t.Run(run.version.String(), func(t *testing.T) { saramaRoundTrip(t, c, run) })
 	}
 	t.Run("restart", func(t *testing.T) { checkSaramaAcrossRestart(t, c) })
 }
 
-func saramaRoundTrip(t *testing.T, c *processCluster, version sarama.KafkaVersion) {
+// saramaRun is one round trip's client configuration.
+type saramaRun struct {
+	version     sarama.KafkaVersion
+	compression sarama.CompressionCodec // the async producer's
+	fetchBytes  int32                   // the consumer's first ask per partition; 0 is sarama's 1 MiB
+}
+
+func saramaRoundTrip(t *testing.T, c *processCluster, run saramaRun) {
 	// One seed that is not the active controller: everything else is found
 	// through Metadata, and CreateTopics is sent to the controller it names.
 	seed := metadata.BrokerID(1)
 	if c.active() == seed {
 		seed = 2
 	}
-	client, err := sarama.NewClient([]string{c.kafka[seed]}, saramaConfig(version))
+	config := saramaConfig(run.version)
+	if run.fetchBytes > 0 {
+		config.Consumer.Fetch.Default = run.fetchBytes
+	}
+	client, err := sarama.NewClient([]string{c.kafka[seed]}, config)
 	if err != nil {
 		t.Fatalf("sarama.NewClient: %v", err)
 	}
 	defer client.Close()
-	topic := "sarama-" + version.String()
+	topic := "sarama-" + run.version.String()
 	checkSaramaAdmin(t, client, topic)
 	checkSaramaMetadata(t, c, client, topic)
 
 	sent := saramaSyncProduce(t, client, topic, 1000)
-	for partition, records := range saramaAsyncProduce(t, client, version, topic, 300) {
+	for partition, records := range saramaAsyncProduce(t, client, run, topic, 300) {
 		sent[partition] = append(sent[partition], records...)
 	}
 	checkSaramaProducedOffsets(t, sent)
@@ -74,21 +94,7 @@ func saramaRoundTrip(t *testing.T, c *processCluster, version sarama.KafkaVersio
 		checkSaramaOffsets(t, client, topic, partition, int64(len(records)))
 	}
 	checkSaramaConsumed(t, client, topic, sent)
-	checkSaramaNoGroups(t, client)
-}
-
-// Consumer groups are not served yet (docs/compatibility.md): sarama learns
-// from ApiVersions that FindCoordinator is missing and fails at once,
-// without sending a request tide would close the connection for.
-func checkSaramaNoGroups(t *testing.T, client sarama.Client) {
-	t.Helper()
-	coordinator, err := client.Coordinator("sarama-group")
-	if err == nil {
-		t.Fatalf("a group coordinator %d, from a broker that serves no groups", coordinator.ID())
-	}
-	if !errors.Is(err, sarama.ErrUnsupportedVersion) {
-		t.Fatalf("Coordinator: %v, want sarama.ErrUnsupportedVersion", err)
-	}
+	checkSaramaUnsupported(t, client, topic)
 }
 
 // saramaConfig is the reliable producer configuration: acks=all,
@@ -112,9 +118,10 @@ func saramaConfig(version sarama.KafkaVersion) *sarama.Config {
 }
 
 // checkSaramaAdmin creates the test's topic (three partitions, replication
-// factor 1), asks for a validate-only creation that must leave nothing
-// behind, creates and deletes another topic, and finds all of it in
-// ListTopics, DescribeTopics and DescribeCluster.
+// factor 1, one config), asks for a validate-only creation that must leave
+// nothing behind, creates and deletes another topic, and finds all of it
+// in ListTopics, DescribeTopics, DescribeCluster, DescribeConfig and
+// ElectLeaders.
 func checkSaramaAdmin(t *testing.T, client sarama.Client, topic string) {
 	t.Helper()
 	admin, err := sarama.NewClusterAdminFromClient(client)
@@ -122,12 +129,14 @@ func checkSaramaAdmin(t *testing.T, client sarama.Client, topic string) {
 		t.Fatalf("sarama.NewClusterAdminFromClient: %v", err)
 	}
 	// Not admin.Close: it would close the client the test goes on with.
-	detail := &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}
+	unclean := "true"
+	detail := &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1,
+		ConfigEntries: map[string]*string{"unclean.leader.election.enable": &unclean}}
 	if err := admin.CreateTopic(topic, detail, false); err != nil {
 		t.Fatalf("CreateTopic %s: %v", topic, err)
 	}
-	if err := admin.CreateTopic(topic, detail, false); err == nil {
-		t.Fatalf("CreateTopic %s a second time succeeded", topic)
+	if err := admin.CreateTopic(topic, detail, false); !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+		t.Fatalf("CreateTopic %s a second time: %v, want ErrTopicAlreadyExists", topic, err)
 	}
 	if err := admin.CreateTopic(topic+"-validated", detail, true); err != nil {
 		t.Fatalf("CreateTopic validate-only: %v", err)
@@ -136,33 +145,19 @@ func checkSaramaAdmin(t *testing.T, client sarama.Client, topic string) {
 	if err := admin.CreateTopic(doomed, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false); err != nil {
 		t.Fatalf("CreateTopic %s: %v", doomed, err)
 	}
-	// ListTopics asks any broker, and a broker other than the controller
-	// learns of a change when its metadata catches up, in Kafka as here.
-	eventually(t, "ListTopics shows the created topics", func() error {
-		topics, err := admin.ListTopics()
-		switch {
-		case err != nil:
-			return err
-		case topics[topic].NumPartitions != 3 || topics[topic].ReplicationFactor != 1 || len(topics[topic].ReplicaAssignment) != 3:
-			return fmt.Errorf("%s is %+v", topic, topics[topic])
-		case topics[doomed].NumPartitions != 1:
-			return fmt.Errorf("%s is %+v", doomed, topics[doomed])
-		}
-		if _, ok := topics[topic+"-validated"]; ok {
-			t.Fatal("a validate-only CreateTopic created the topic")
-		}
-		return nil
-	})
+	// The controller answered; the other brokers learn of the change on
+	// their next heartbeat, and sarama asks any of them.
+	saramaWaitForTopic(t, client, topic, true)
+	saramaWaitForTopic(t, client, doomed, true)
+	checkSaramaListTopics(t, admin, topic, doomed)
 	if err := admin.DeleteTopic(doomed); err != nil {
 		t.Fatalf("DeleteTopic %s: %v", doomed, err)
 	}
-	eventually(t, "ListTopics no longer shows the deleted topic", func() error {
-		topics, err := admin.ListTopics()
-		if _, ok := topics[doomed]; err == nil && ok {
-			return fmt.Errorf("%s is still listed", doomed)
-		}
-		return err
-	})
+	saramaWaitForTopic(t, client, doomed, false)
+	topics, err := admin.ListTopics()
+	if _, listed := topics[doomed]; err != nil || listed {
+		t.Fatalf("ListTopics after DeleteTopic %s: %v, %v", doomed, topics, err)
+	}
 	described, err := admin.DescribeTopics([]string{topic})
 	if err != nil || len(described) != 1 || described[0].Err != sarama.ErrNoError || len(described[0].Partitions) != 3 {
 		t.Fatalf("DescribeTopics %s: %+v, %v", topic, described, err)
@@ -170,6 +165,68 @@ func checkSaramaAdmin(t *testing.T, client sarama.Client, topic string) {
 	brokers, controller, err := admin.DescribeCluster()
 	if err != nil || len(brokers) != 3 || controller < 1 || controller > 3 {
 		t.Fatalf("DescribeCluster: %d brokers, controller %d, %v", len(brokers), controller, err)
+	}
+	checkSaramaConfigs(t, admin, brokers, topic)
+	// Every partition is led by its preferred (and only) replica already.
+	elected, err := admin.ElectLeaders(sarama.PreferredElection, map[string][]int32{topic: {0, 1, 2}})
+	if err != nil || len(elected[topic]) != 3 {
+		t.Fatalf("ElectLeaders: %v, %v", elected, err)
+	}
+	for partition, result := range elected[topic] {
+		if result.ErrorCode != sarama.ErrElectionNotNeeded {
+			t.Fatalf("ElectLeaders %s-%d: %v, want ELECTION_NOT_NEEDED", topic, partition, result.ErrorCode)
+		}
+	}
+}
+
+// checkSaramaListTopics finds both topics in ListTopics (Metadata for all
+// topics, then DescribeConfigs for their non-default configs), and not the
+// one only validated.
+func checkSaramaListTopics(t *testing.T, admin sarama.ClusterAdmin, topic, doomed string) {
+	t.Helper()
+	topics, err := admin.ListTopics()
+	if err != nil {
+		t.Fatalf("ListTopics: %v", err)
+	}
+	got := topics[topic]
+	if got.NumPartitions != 3 || got.ReplicationFactor != 1 || len(got.ReplicaAssignment) != 3 {
+		t.Fatalf("ListTopics: %s is %+v", topic, got)
+	}
+	if value := got.ConfigEntries["unclean.leader.election.enable"]; len(got.ConfigEntries) != 1 || value == nil || *value != "true" {
+		t.Fatalf("ListTopics: %s has the configs %v, want only unclean.leader.election.enable=true", topic, got.ConfigEntries)
+	}
+	if topics[doomed].NumPartitions != 1 {
+		t.Fatalf("ListTopics: %s is %+v", doomed, topics[doomed])
+	}
+	if _, ok := topics[topic+"-validated"]; ok {
+		t.Fatal("a validate-only CreateTopic created the topic")
+	}
+}
+
+// checkSaramaConfigs describes the topic's configs (any broker answers) and
+// each broker's (sarama asks the broker itself).
+func checkSaramaConfigs(t *testing.T, admin sarama.ClusterAdmin, brokers []*sarama.Broker, topic string) {
+	t.Helper()
+	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
+	if err != nil {
+		t.Fatalf("DescribeConfig topic %s: %v", topic, err)
+	}
+	found := map[string]sarama.ConfigEntry{}
+	for _, entry := range entries {
+		found[entry.Name] = entry
+	}
+	if got := found["unclean.leader.election.enable"]; got.Value != "true" || got.Source != sarama.SourceTopic || !got.ReadOnly {
+		t.Fatalf("DescribeConfig topic %s: unclean.leader.election.enable is %+v", topic, got)
+	}
+	if got := found["min.insync.replicas"]; got.Value != "1" || !got.Default {
+		t.Fatalf("DescribeConfig topic %s: min.insync.replicas is %+v", topic, got)
+	}
+	for _, broker := range brokers {
+		name := strconv.Itoa(int(broker.ID()))
+		entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: name})
+		if err != nil || !slices.ContainsFunc(entries, func(e sarama.ConfigEntry) bool { return e.Name == "num.partitions" }) {
+			t.Fatalf("DescribeConfig broker %s: %v, %v", name, entries, err)
+		}
 	}
 }
 
@@ -262,14 +319,13 @@ func saramaSyncProduce(t *testing.T, client sarama.Client, topic string, count i
 	return sent
 }
 
-// saramaAsyncProduce sends count records through an AsyncProducer with
-// zstd compression (Produce ≥ 7, Fetch ≥ 10: tide passes the compressed
-// batches through untouched) and returns them per partition in offset
-// order, after the ones the sync run wrote.
-func saramaAsyncProduce(t *testing.T, client sarama.Client, version sarama.KafkaVersion, topic string, count int) map[int32][]*sarama.ProducerMessage {
+// saramaAsyncProduce sends count records through an AsyncProducer that
+// compresses with the run's codec (zstd needs Produce ≥ 7 and Fetch ≥ 10)
+// and returns them per partition in offset order.
+func saramaAsyncProduce(t *testing.T, client sarama.Client, run saramaRun, topic string, count int) map[int32][]*sarama.ProducerMessage {
 	t.Helper()
-	config := saramaConfig(version)
-	config.Producer.Compression = sarama.CompressionZSTD
+	config := saramaConfig(run.version)
+	config.Producer.Compression = run.compression
 	compressing, err := sarama.NewClient(saramaAddresses(client), config)
 	if err != nil {
 		t.Fatalf("sarama.NewClient: %v", err)
@@ -389,19 +445,58 @@ func checkSaramaRecord(t *testing.T, want *sarama.ProducerMessage, got *sarama.C
 	}
 }
 
-// eventually retries check every 100 ms until it succeeds, for at most 10 s.
-func eventually(t *testing.T, what string, check func() error) {
+// saramaWaitForTopic asks every broker for the topic's metadata until
+// each of them knows it (or, with exists false, none does), for at most
+// 10 s.
+func saramaWaitForTopic(t *testing.T, client sarama.Client, topic string, exists bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
+	for _, broker := range client.Brokers() {
+		_ = broker.Open(client.Config()) // ErrAlreadyConnected if it was
+		for {
+			response, err := broker.GetMetadata(sarama.NewMetadataRequest(client.Config().Version, []string{topic}))
+			if err == nil && len(response.Topics) == 1 && (response.Topics[0].Err == sarama.ErrNoError) == exists {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after 10 s broker %d does not say topic %s exists=%v: %+v, %v", broker.ID(), topic, exists, response, err)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10 s, still not: %s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// checkSaramaUnsupported calls what tide does not serve yet
+// (docs/compatibility.md): each must fail at once with an error sarama
+// understands, never hang or lose the connection. Consumer groups,
+// CreatePartitions and DeleteRecords are not in ApiVersions, so sarama
+// refuses them itself (ErrUnsupportedVersion) without sending a request
+// tide would close the connection for; ListOffsets by timestamp is
+// INVALID_REQUEST, since the log keeps no time index.
+func checkSaramaUnsupported(t *testing.T, client sarama.Client, topic string) {
+	t.Helper()
+	coordinator, err := client.Coordinator("sarama-group")
+	if err == nil {
+		t.Fatalf("a group coordinator %d, from a broker that serves no groups", coordinator.ID())
+	}
+	if !errors.Is(err, sarama.ErrUnsupportedVersion) {
+		t.Fatalf("Coordinator: %v, want sarama.ErrUnsupportedVersion", err)
+	}
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		t.Fatalf("sarama.NewClusterAdminFromClient: %v", err)
+	}
+	if err := admin.CreatePartitions(topic, 5, nil, false); !errors.Is(err, sarama.ErrUnsupportedVersion) {
+		t.Fatalf("CreatePartitions: %v, want sarama.ErrUnsupportedVersion", err)
+	}
+	if err := admin.DeleteRecords(topic, map[int32]int64{0: 1}); !errors.Is(err, sarama.ErrUnsupportedVersion) {
+		t.Fatalf("DeleteRecords: %v, want sarama.ErrUnsupportedVersion", err)
+	}
+	if _, err := client.GetOffset(topic, 0, time.Now().UnixMilli()); !errors.Is(err, sarama.ErrInvalidRequest) {
+		t.Fatalf("GetOffset by timestamp: %v, want sarama.ErrInvalidRequest", err)
+	}
+	if offset, err := client.GetOffset(topic, 0, sarama.OffsetOldest); err != nil || offset != 0 {
+		t.Fatalf("GetOffset after the unsupported calls: %d, %v", offset, err)
 	}
 }
 
