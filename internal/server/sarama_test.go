@@ -30,10 +30,10 @@ import (
 //     sends is at a version tide serves without clamping (Produce 9, Fetch
 //     12, ListOffsets 6, Metadata 11; V3_7 would ask for Produce 10);
 //   - V2_8_0_0, sarama's DefaultVersion, what most users run;
-//   - V2_1_0_0, the oldest the compatibility plan names and the oldest
-//     whose requests are all at or above Kafka 4.0's minimums (Produce 7,
-//     Fetch 10, Metadata 7), with fetches asking for 64 bytes, less than
-//     any batch: the first batch must come whole (KIP-74);
+//   - V2_1_0_0, Kafka 2.1, the baseline whose protocol versions KIP-896
+//     keeps in Kafka 4.0 (Produce 7, Fetch 10, Metadata 7), with fetches
+//     asking for 64 bytes, less than any batch: the first batch must come
+//     whole (KIP-74);
 //   - sarama.MaxVersion, which sends ApiVersions v4 first, takes tide's v0
 //     UNSUPPORTED_VERSION answer and retries at v3, and then has its
 //     Produce, DescribeCluster and the rest clamped to tide's ranges.
@@ -469,7 +469,7 @@ func saramaWaitForTopic(t *testing.T, client sarama.Client, topic string, exists
 // checkSaramaUnsupported calls what tide does not serve yet
 // (docs/compatibility.md): each must fail at once with an error sarama
 // understands, never hang or lose the connection. Consumer groups,
-// CreatePartitions and DeleteRecords are not in ApiVersions, so sarama
+// CreatePartitions, DeleteRecords and AlterConfigs are not in ApiVersions, so sarama
 // refuses them itself (ErrUnsupportedVersion) without sending a request
 // tide would close the connection for; ListOffsets by timestamp is
 // INVALID_REQUEST, since the log keeps no time index.
@@ -491,6 +491,11 @@ func checkSaramaUnsupported(t *testing.T, client sarama.Client, topic string) {
 	}
 	if err := admin.DeleteRecords(topic, map[int32]int64{0: 1}); !errors.Is(err, sarama.ErrUnsupportedVersion) {
 		t.Fatalf("DeleteRecords: %v, want sarama.ErrUnsupportedVersion", err)
+	}
+	retention := "1000"
+	err = admin.AlterConfig(sarama.TopicResource, topic, map[string]*string{"retention.ms": &retention}, false)
+	if !errors.Is(err, sarama.ErrUnsupportedVersion) {
+		t.Fatalf("AlterConfig: %v, want sarama.ErrUnsupportedVersion", err)
 	}
 	if _, err := client.GetOffset(topic, 0, time.Now().UnixMilli()); !errors.Is(err, sarama.ErrInvalidRequest) {
 		t.Fatalf("GetOffset by timestamp: %v, want sarama.ErrInvalidRequest", err)
