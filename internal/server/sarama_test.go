@@ -177,6 +177,14 @@ func checkSaramaAdmin(t *testing.T, client sarama.Client, topic string) {
 			t.Fatalf("ElectLeaders %s-%d: %v, want ELECTION_NOT_NEEDED", topic, partition, result.ErrorCode)
 		}
 	}
+	// A nil map goes out as an empty topic list, which names no partition
+	// (it once crashed the broker); the controller must still answer.
+	if elected, err := admin.ElectLeaders(sarama.PreferredElection, nil); err != nil || len(elected) != 0 {
+		t.Fatalf("ElectLeaders of no partitions: %v, %v", elected, err)
+	}
+	if _, _, err := admin.DescribeCluster(); err != nil {
+		t.Fatalf("DescribeCluster after an ElectLeaders of no partitions: %v", err)
+	}
 }
 
 // checkSaramaListTopics finds both topics in ListTopics (Metadata for all
