@@ -120,7 +120,7 @@ func saramaConfig(version sarama.KafkaVersion) *sarama.Config {
 // checkSaramaAdmin creates the test's topic (three partitions, replication
 // factor 1, one config), asks for a validate-only creation that must leave
 // nothing behind, creates and deletes another topic, and finds all of it
-// in ListTopics, DescribeTopics, DescribeCluster, DescribeConfig and
+// in ListTopics, DescribeTopics, DescribeCluster, DescribeConfigs and
 // ElectLeaders.
 func checkSaramaAdmin(t *testing.T, client sarama.Client, topic string) {
 	t.Helper()
@@ -211,29 +211,36 @@ func checkSaramaListTopics(t *testing.T, admin sarama.ClusterAdmin, topic, doome
 	}
 }
 
-// checkSaramaConfigs describes the topic's configs (any broker answers) and
-// each broker's (sarama asks the broker itself).
+// checkSaramaConfigs describes the topic's configs and each broker's in one
+// DescribeConfigs call, which sarama splits: broker resources go to the
+// broker described, the topic to any broker.
 func checkSaramaConfigs(t *testing.T, admin sarama.ClusterAdmin, brokers []*sarama.Broker, topic string) {
 	t.Helper()
-	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
-	if err != nil {
-		t.Fatalf("DescribeConfig topic %s: %v", topic, err)
-	}
-	found := map[string]sarama.ConfigEntry{}
-	for _, entry := range entries {
-		found[entry.Name] = entry
-	}
-	if got := found["unclean.leader.election.enable"]; got.Value != "true" || got.Source != sarama.SourceTopic || !got.ReadOnly {
-		t.Fatalf("DescribeConfig topic %s: unclean.leader.election.enable is %+v", topic, got)
-	}
-	if got := found["min.insync.replicas"]; got.Value != "1" || !got.Default {
-		t.Fatalf("DescribeConfig topic %s: min.insync.replicas is %+v", topic, got)
-	}
+	resources := []*sarama.ConfigResource{{Type: sarama.TopicResource, Name: topic}}
 	for _, broker := range brokers {
-		name := strconv.Itoa(int(broker.ID()))
-		entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: name})
-		if err != nil || !slices.ContainsFunc(entries, func(e sarama.ConfigEntry) bool { return e.Name == "num.partitions" }) {
-			t.Fatalf("DescribeConfig broker %s: %v, %v", name, entries, err)
+		resources = append(resources, &sarama.ConfigResource{Type: sarama.BrokerResource, Name: strconv.Itoa(int(broker.ID()))})
+	}
+	results, err := admin.DescribeConfigs(resources, sarama.DescribeConfigsOptions{IncludeSynonyms: true})
+	if err != nil || len(results) != len(resources) {
+		t.Fatalf("DescribeConfigs: %d results, %v", len(results), err)
+	}
+	for _, result := range results {
+		found := map[string]sarama.ConfigEntry{}
+		for _, entry := range result.Configs {
+			found[entry.Name] = entry
+		}
+		switch {
+		case result.ErrorCode != sarama.ErrNoError:
+			t.Fatalf("DescribeConfigs %s: %v %s", result.Name, result.ErrorCode, result.ErrorMsg)
+		case result.Type == sarama.BrokerResource:
+			if _, ok := found["num.partitions"]; !ok {
+				t.Fatalf("DescribeConfigs broker %s: %v", result.Name, result.Configs)
+			}
+		case found["unclean.leader.election.enable"].Value != "true" || found["unclean.leader.election.enable"].Source != sarama.SourceTopic ||
+			!found["unclean.leader.election.enable"].ReadOnly:
+			t.Fatalf("DescribeConfigs topic %s: unclean.leader.election.enable is %+v", topic, found["unclean.leader.election.enable"])
+		case found["min.insync.replicas"].Value != "1" || !found["min.insync.replicas"].Default:
+			t.Fatalf("DescribeConfigs topic %s: min.insync.replicas is %+v", topic, found["min.insync.replicas"])
 		}
 	}
 }
