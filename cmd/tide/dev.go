@@ -180,6 +180,9 @@ func runDev(ctx context.Context, options devOptions, out, errOut io.Writer) erro
 		return err
 	}
 	if layout.dir, err = devDataDir(options.dir); err != nil {
+		for _, l := range layout.listeners {
+			l.Close()
+		}
 		return err
 	}
 	nodes, err := layout.newNodes(devLogger(errOut, options.verbose))
@@ -234,11 +237,15 @@ type devLayout struct {
 	// listener addresses.
 	kafka      []string
 	controller []string
+	// listeners are the bound listeners, Kafka's then the controllers',
+	// handed to the nodes so that no other process takes a port between
+	// the check and the start.
+	listeners []net.Listener
 }
 
-// planDev chooses the addresses. Every one is bound once here, so that a
-// port in use is one clear error before any node starts; free ports (0)
-// are those the system handed out, released for the nodes to bind again.
+// planDev chooses the addresses and binds them all, so that a port in use
+// is one clear error before any node starts; the nodes serve these
+// listeners (free ports, 0, are those the system handed out).
 func planDev(options devOptions) (devLayout, error) {
 	var layout devLayout
 	controllerPort := options.controllerPort
@@ -252,9 +259,14 @@ func planDev(options devOptions) (devLayout, error) {
 	for i := range options.brokers {
 		wanted = append(wanted, devAddress(controllerPort, i))
 	}
-	bound, err := reserveAddresses(wanted)
+	listeners, err := reserveAddresses(wanted)
 	if err != nil {
 		return devLayout{}, err
+	}
+	layout.listeners = listeners
+	bound := make([]string, len(listeners))
+	for i, l := range listeners {
+		bound[i] = l.Addr().String()
 	}
 	layout.kafka, layout.controller = bound[:options.brokers], bound[options.brokers:]
 	return layout, nil
@@ -270,28 +282,24 @@ func devAddress(first, index int) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
-// reserveAddresses binds every address, notes the port each got, and
-// releases them all.
-func reserveAddresses(addresses []string) ([]string, error) {
+// reserveAddresses binds every address; on an error it releases those it
+// bound.
+func reserveAddresses(addresses []string) ([]net.Listener, error) {
 	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
-	var bound []string
 	for _, address := range addresses {
 		l, err := net.Listen("tcp", address)
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return nil, fmt.Errorf("%s is in use (another tide dev or Kafka?); choose other ports with --kafka-port and --controller-port, or 0 for free ones", address)
-		}
 		if err != nil {
+			for _, bound := range listeners {
+				bound.Close()
+			}
+			if errors.Is(err, syscall.EADDRINUSE) {
+				return nil, fmt.Errorf("%s is in use (another tide dev or Kafka?); choose other ports with --kafka-port and --controller-port, or 0 for free ones", address)
+			}
 			return nil, err
 		}
 		listeners = append(listeners, l)
-		bound = append(bound, l.Addr().String())
 	}
-	return bound, nil
+	return listeners, nil
 }
 
 func (l devLayout) brokers() int { return len(l.kafka) }
@@ -313,6 +321,7 @@ func (l devLayout) configs(logger *slog.Logger) []server.Config {
 		// Each node gets its own maps: nothing is shared between nodes
 		// but the logger, which is safe for concurrent use.
 		configs[i] = server.Config{ID: metadata.BrokerID(i + 1), Controllers: maps.Clone(voters), Listen: l.controller[i],
+			KafkaListen: l.kafka[i], KafkaListener: l.listeners[i], ControllerListener: l.listeners[l.brokers()+i],
 			DataDir: filepath.Join(l.dir, nodeDirName(i+1)), KafkaListeners: maps.Clone(listeners),
 			SessionTimeout: devSessionTimeout, BrokerHeartbeat: devHeartbeat,
 			DefaultReplicationFactor: min(devReplicationFactorMax, l.brokers()), Logger: logger}
@@ -326,9 +335,14 @@ func (l devLayout) configs(logger *slog.Logger) []server.Config {
 // session timeout).
 func (l devLayout) newNodes(logger *slog.Logger) ([]*server.Server, error) {
 	var nodes []*server.Server
-	for i, config := range l.configs(logger) {
+	configs := l.configs(logger)
+	for i, config := range configs {
 		node, err := server.New(config)
 		if err != nil {
+			for _, later := range configs[i+1:] {
+				later.KafkaListener.Close()
+				later.ControllerListener.Close()
+			}
 			ended, cancel := context.WithCancel(context.Background())
 			cancel()
 			for _, opened := range nodes {

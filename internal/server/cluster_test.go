@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/tidelog/tide/internal/controller"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/quorum"
+	"github.com/tidelog/tide/internal/testport"
 )
 
 // processCluster is real `tide serve` processes on 127.0.0.1.
@@ -43,15 +43,9 @@ func buildTide(t *testing.T) string {
 	return binary
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+// freePort is an address for a server started in another process
+// (internal/testport says why not port 0).
+func freePort(t *testing.T) string { return testport.Free(t) }
 
 func newProcessCluster(t *testing.T, size int) *processCluster {
 	c := &processCluster{t: t, binary: buildTide(t), controllers: map[metadata.BrokerID]string{}, kafka: map[metadata.BrokerID]string{},

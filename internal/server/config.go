@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,6 +55,13 @@ type Config struct {
 	// broker that registered none. A broker with neither is left out of
 	// Metadata and its replicas reported offline.
 	KafkaListeners map[metadata.BrokerID]string
+	// ControllerListener and KafkaListener, when set, are listeners
+	// already bound to Listen and KafkaListen, which the node serves
+	// instead of binding its own: a caller that chose free ports keeps
+	// them (tide dev), rather than releasing them for another process to
+	// take before the node binds them again. The node closes them.
+	ControllerListener net.Listener
+	KafkaListener      net.Listener
 	// DefaultPartitions and DefaultReplicationFactor are what a topic
 	// created without them gets (num.partitions and
 	// default.replication.factor; KIP-464 lets CreateTopics send -1 for

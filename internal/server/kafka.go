@@ -28,9 +28,12 @@ type kafkaListener struct {
 }
 
 func (s *Server) openKafka() error {
-	listener, err := net.Listen("tcp", s.config.KafkaListen)
-	if err != nil {
-		return fmt.Errorf("kafka listener: %w", err)
+	listener := s.config.KafkaListener
+	if listener == nil {
+		var err error
+		if listener, err = net.Listen("tcp", s.config.KafkaListen); err != nil {
+			return fmt.Errorf("kafka listener: %w", err)
+		}
 	}
 	advertised := s.config.KafkaListeners[s.config.ID]
 	if advertised == "" {

@@ -76,12 +76,23 @@ const (
 )
 
 // New opens a node's storage and its listener; Run runs it.
-func New(config Config) (*Server, error) {
+func New(config Config) (s *Server, err error) {
+	defer func() {
+		// Listeners handed in are the node's from here on, even when it
+		// does not start.
+		if err != nil {
+			for _, l := range []net.Listener{config.ControllerListener, config.KafkaListener} {
+				if l != nil {
+					l.Close()
+				}
+			}
+		}
+	}()
 	if err := config.Validate(); err != nil {
 		return nil, err
 	}
 	config = config.withDefaults()
-	s := &Server{config: config, log: config.Logger.With("node", int(config.ID)), fs: disk.OS(),
+	s = &Server{config: config, log: config.Logger.With("node", int(config.ID)), fs: disk.OS(),
 		links: map[metadata.BrokerID]*link{}, brokers: map[metadata.BrokerID]*conn{},
 		inbox: make(chan event, 1024), stopped: make(chan struct{}), brokerDone: make(chan struct{})}
 	s.replication = newReplication(s)
@@ -93,10 +104,13 @@ func New(config Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	listener, err := net.Listen("tcp", config.Listen)
-	if err != nil {
-		s.closeStorage()
-		return nil, fmt.Errorf("controller listener: %w", err)
+	listener := config.ControllerListener
+	if listener == nil {
+		var err error
+		if listener, err = net.Listen("tcp", config.Listen); err != nil {
+			s.closeStorage()
+			return nil, fmt.Errorf("controller listener: %w", err)
+		}
 	}
 	s.listener = listener
 	if err := s.openKafka(); err != nil {
