@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -30,10 +29,12 @@ type kafkaLimits struct {
 	IdleTimeout time.Duration
 }
 
-// requestReadChunkBytes is how much of a request body is allocated ahead of
-// the bytes that have arrived: a forged size prefix cannot make the reader
-// allocate much more than the client actually sent.
-const requestReadChunkBytes = 64 << 10
+// requestReadAheadBytes is how much of a request body is allocated before
+// any of it arrives: all of a request up to this size, in one allocation
+// and never copied; past it the buffer doubles only as the bytes arrive, so
+// a forged size prefix cannot make the reader allocate much more than the
+// client actually sent.
+const requestReadAheadBytes = 1 << 20
 
 // kafkaHandle hands one request to whoever serves it (the node loop). The
 // answer callback may be called from any goroutine, exactly once, with the
@@ -120,12 +121,18 @@ func (k *kafkaConn) readRequest() ([]byte, error) {
 	if size < 0 || int(size) > k.limits.MaxRequestBytes {
 		return nil, fmt.Errorf("request of %d bytes, limit %d", size, k.limits.MaxRequestBytes)
 	}
-	var body bytes.Buffer
-	body.Grow(min(int(size), requestReadChunkBytes))
-	if _, err := io.CopyN(&body, k.c, int64(size)); err != nil {
-		return nil, fmt.Errorf("request body: %w", err)
+	body := make([]byte, min(int(size), requestReadAheadBytes))
+	read := 0
+	for {
+		if _, err := io.ReadFull(k.c, body[read:]); err != nil {
+			return nil, fmt.Errorf("request body: %w", err)
+		}
+		read = len(body)
+		if read == int(size) {
+			return body, nil
+		}
+		body = append(body, make([]byte, min(int(size)-read, read))...)
 	}
-	return body.Bytes(), nil
 }
 
 // writeLoop writes the responses in request order; an error answer closes

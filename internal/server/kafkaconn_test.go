@@ -188,3 +188,27 @@ func TestKafkaConnIdleTimeout(t *testing.T) {
 		t.Fatalf("closed after %s, idle timeout %s", waited, limits.IdleTimeout)
 	}
 }
+
+// Requests of every size, around the read-ahead and past it, arrive whole.
+func TestKafkaConnReadsRequestsOfAnySize(t *testing.T) {
+	arrived := make(chan []byte, 1)
+	c := testConn(t, kafkaLimits{MaxRequestBytes: 8 << 20, MaxInFlight: 4, IdleTimeout: 10 * time.Second}, func(request []byte, answer func([]byte, error)) {
+		arrived <- request
+		answer([]byte("ok"), nil)
+	})
+	for _, size := range []int{0, 1, requestReadAheadBytes - 1, requestReadAheadBytes, requestReadAheadBytes + 1, 3*requestReadAheadBytes + 7} {
+		request := make([]byte, 4+size)
+		binary.BigEndian.PutUint32(request, uint32(size))
+		for i := range size {
+			request[4+i] = byte(i * 7)
+		}
+		go c.Write(request)
+		got := <-arrived
+		if len(got) != size || string(got) != string(request[4:]) {
+			t.Fatalf("a request of %d bytes arrived as %d bytes", size, len(got))
+		}
+		if response, err := readResponse(t, c); err != nil || string(response) != "ok" {
+			t.Fatalf("response %q, %v", response, err)
+		}
+	}
+}
