@@ -45,7 +45,7 @@ func buildTide(t *testing.T) string {
 
 // freePort is an address for a server started in another process
 // (internal/testport says why not port 0).
-func freePort(t *testing.T) string { return testport.Free(t) }
+func freePort(t testing.TB) string { return testport.Free(t) }
 
 func newProcessCluster(t *testing.T, size int) *processCluster {
 	c := &processCluster{t: t, binary: buildTide(t), controllers: map[metadata.BrokerID]string{}, kafka: map[metadata.BrokerID]string{},

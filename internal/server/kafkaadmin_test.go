@@ -17,7 +17,7 @@ import (
 
 // startInProcess runs one node in this process (so -race sees the loop and
 // the connections) and returns its Kafka address.
-func startInProcess(t *testing.T) string {
+func startInProcess(t testing.TB) string {
 	t.Helper()
 	node, err := New(Config{ID: 1, Controllers: map[metadata.BrokerID]string{1: freePort(t)}, KafkaListen: "127.0.0.1:0",
 		DataDir: filepath.Join(t.TempDir(), "node"), Logger: slog.New(slog.DiscardHandler)})
@@ -44,7 +44,7 @@ func startInProcess(t *testing.T) string {
 
 // waitUnfenced waits until the node's broker is registered and unfenced:
 // before, no topic can be placed on it.
-func waitUnfenced(t *testing.T, controller string) {
+func waitUnfenced(t testing.TB, controller string) {
 	t.Helper()
 	for began := time.Now(); time.Since(began) < 10*time.Second; time.Sleep(20 * time.Millisecond) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
