@@ -6,8 +6,10 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
@@ -19,7 +21,9 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -28,10 +32,12 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.ElectionType;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.ElectionNotNeededException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
@@ -90,6 +96,10 @@ public final class TideInterop {
         List<TopicPartition> partitions = new ArrayList<>();
         for (int partition : sent.keySet()) {
             partitions.add(new TopicPartition(options.topic, partition));
+        }
+        try (Admin admin = Admin.create(adminProperties())) {
+            checkAdminOffsets(admin, partitions, sent, deadlineNanos);
+            electPreferred(admin, partitions, deadlineNanos);
         }
         int uncommitted = consume(partitions, sent, "read_uncommitted", deadlineNanos);
         int committed = consume(partitions, sent, "read_committed", deadlineNanos);
@@ -206,6 +216,49 @@ public final class TideInterop {
         String value = config.get("min.insync.replicas").value();
         if (!options.minInsyncReplicas.equals(value)) {
             throw new Failure("DescribeConfigs: min.insync.replicas is " + value + ", want " + options.minInsyncReplicas);
+        }
+    }
+
+    /**
+     * Admin.listOffsets (ListOffsets through each partition's leader) must
+     * give [0, records produced) for every partition.
+     */
+    private void checkAdminOffsets(Admin admin, List<TopicPartition> partitions, Map<Integer, List<Sent>> sent,
+            long deadlineNanos) throws Exception {
+        Map<TopicPartition, OffsetSpec> earliest = new HashMap<>();
+        Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+        for (TopicPartition partition : partitions) {
+            earliest.put(partition, OffsetSpec.earliest());
+            latest.put(partition, OffsetSpec.latest());
+        }
+        Map<TopicPartition, ListOffsetsResultInfo> start = get(admin.listOffsets(earliest).all(), deadlineNanos, "ListOffsets earliest");
+        Map<TopicPartition, ListOffsetsResultInfo> end = get(admin.listOffsets(latest).all(), deadlineNanos, "ListOffsets latest");
+        for (TopicPartition partition : partitions) {
+            long want = sent.get(partition.partition()).size();
+            if (start.get(partition).offset() != 0 || end.get(partition).offset() != want) {
+                throw new Failure("Admin ListOffsets: " + partition + " [" + start.get(partition).offset() + ", "
+                        + end.get(partition).offset() + "), want [0, " + want + ")");
+            }
+        }
+    }
+
+    /**
+     * A preferred leader election on a topic whose leaders are all their
+     * preferred replicas already: each partition answers success or
+     * ELECTION_NOT_NEEDED, nothing else.
+     */
+    private void electPreferred(Admin admin, List<TopicPartition> partitions, long deadlineNanos) throws Exception {
+        Map<TopicPartition, Optional<Throwable>> results =
+                get(admin.electLeaders(ElectionType.PREFERRED, new HashSet<>(partitions)).partitions(), deadlineNanos,
+                        "ElectLeaders");
+        for (TopicPartition partition : partitions) {
+            Optional<Throwable> result = results.get(partition);
+            if (result == null) {
+                throw new Failure("ElectLeaders: no answer for " + partition);
+            }
+            if (result.isPresent() && !(result.get() instanceof ElectionNotNeededException)) {
+                throw new Failure("ElectLeaders: " + partition + ": " + result.get());
+            }
         }
     }
 
