@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -24,7 +25,9 @@ import (
 // an idempotent acks=all producer; and reads them all back with
 // assign+seekToBeginning consumers (no group: tide has no coordinator) at
 // read_uncommitted and read_committed, record by record. The test then
-// checks that every replica holds what the client was told was written.
+// checks that every replica holds what the client was told was written,
+// and runs it all again on a second topic with partition 0's leader killed
+// while the producer is sending (javaThroughLeaderKill).
 //
 // Where kafka-clients comes from, in order: TIDE_KAFKA_CLIENTS_CLASSPATH (a
 // Java classpath holding kafka-clients and its runtime dependencies), else
@@ -57,14 +60,52 @@ func TestJavaClientAgainstServe(t *testing.T) {
 	const topic, partitions, records = "java-interop", 3, 1000
 
 	ran := time.Now()
-	summary := runJavaInterop(t, classes, "--bootstrap", bootstrap, "--topic", topic,
+	summary := runJavaInterop(t, classes, nil, "--bootstrap", bootstrap, "--topic", topic,
 		"--partitions", strconv.Itoa(partitions), "--replication-factor", "3", "--min-insync-replicas", "2",
 		"--records", strconv.Itoa(records), "--timeout-seconds", "120")
 	t.Logf("TideInterop ran in %s: %s", time.Since(ran).Round(time.Millisecond), summary)
-
-	perPartition := parseJavaSummary(t, summary, partitions, records)
-	for partition, count := range perPartition {
+	for partition, count := range parseJavaSummary(t, summary, partitions, records) {
 		c.waitReplicasAgree(topic, partition, count, 20*time.Second, all...)
+	}
+
+	c.javaThroughLeaderKill(t, classes, bootstrap)
+}
+
+// javaThroughLeaderKill runs TideInterop again on a new topic with its
+// sends paced (about 15 s for 1000 records) and kills partition 0's leader
+// with kill -9 two seconds in. The idempotent producer must ride through
+// the failover (NOT_LEADER_OR_FOLLOWER, a metadata refresh, retries that
+// the new leader's producer state deduplicates), so every partition's
+// acknowledged offsets still run 0, 1, 2, ... with no gap and no duplicate,
+// and the consumers, with a dead broker in their bootstrap list, read
+// everything back. The two survivors must then agree on every partition.
+func (c *processCluster) javaThroughLeaderKill(t *testing.T, classes, bootstrap string) {
+	const topic, partitions, records = "java-failover", 3, 1000
+	var killed metadata.BrokerID
+	ran := time.Now()
+	summary := runJavaInterop(t, classes, func(line string) {
+		if !strings.HasPrefix(line, "tide-interop producing") {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		view, err := c.partitionMetadata(ctx, 1, topic, 0)
+		if err != nil || view.leader <= 0 {
+			t.Fatalf("%s-0 has no leader to kill: %+v, %v", topic, view, err)
+		}
+		time.Sleep(2 * time.Second)
+		killed = view.leader
+		c.kill(killed)
+		t.Logf("broker %d, the leader of %s-0, killed %s after the first send", killed, topic, 2*time.Second)
+	}, "--bootstrap", bootstrap, "--topic", topic, "--partitions", strconv.Itoa(partitions),
+		"--replication-factor", "3", "--min-insync-replicas", "2", "--records", strconv.Itoa(records),
+		"--pace-ms", "15", "--timeout-seconds", "150")
+	t.Logf("TideInterop through a leader kill ran in %s: %s", time.Since(ran).Round(time.Millisecond), summary)
+	if killed == metadata.NoBroker {
+		t.Fatal("TideInterop never said it was producing, so no leader was killed")
+	}
+	for partition, count := range parseJavaSummary(t, summary, partitions, records) {
+		c.waitReplicasAgree(topic, partition, count, 30*time.Second, c.running()...)
 	}
 }
 
@@ -136,9 +177,10 @@ func resolveWithMaven(t *testing.T, root string) string {
 	return strings.TrimSpace(string(classpath))
 }
 
-// runJavaInterop runs TideInterop and returns its summary line; a non-zero
-// exit fails the test with what the program printed.
-func runJavaInterop(t *testing.T, classpath string, args ...string) string {
+// runJavaInterop runs TideInterop and returns its summary line (its last);
+// a non-zero exit fails the test with what the program printed. onLine, if
+// not nil, sees each line of its stdout as it comes, while it runs.
+func runJavaInterop(t *testing.T, classpath string, onLine func(string), args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -151,8 +193,22 @@ func runJavaInterop(t *testing.T, classpath string, args ...string) string {
 	command = append(append(append(command, extra...), "dev.tide.interop.TideInterop"), args...)
 	cmd := exec.CommandContext(ctx, "java", command...)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	cmd.Stderr = &stderr
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting java: %v", err)
+	}
+	lines := bufio.NewScanner(pipe)
+	for lines.Scan() {
+		stdout.WriteString(lines.Text() + "\n")
+		if onLine != nil {
+			onLine(lines.Text())
+		}
+	}
+	err = cmd.Wait()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
 		t.Fatalf("starting java: %v", err)
@@ -166,7 +222,8 @@ func runJavaInterop(t *testing.T, classpath string, args ...string) string {
 	case stderr.Len() > 0:
 		t.Logf("TideInterop's warnings (tail):\n%s", tail(stderr.String(), 20))
 	}
-	return strings.TrimSpace(stdout.String())
+	printed := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	return printed[len(printed)-1]
 }
 
 // parseJavaSummary checks TideInterop's "tide-interop ok" line and returns

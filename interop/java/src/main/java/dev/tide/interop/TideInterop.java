@@ -33,11 +33,14 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.ElectionType;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.ElectionNotNeededException;
+import org.apache.kafka.common.errors.PreferredLeaderNotAvailableException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
@@ -52,13 +55,16 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * consumers (no group: tide has no group coordinator) read every record
  * back and compare it, field by field, with what was acknowledged.
  *
- * <p>Prints one line beginning "tide-interop ok" and exits 0, or a line
+ * <p>Prints "tide-interop producing N records" when it starts sending,
+ * then one line beginning "tide-interop ok" and exits 0, or a line
  * beginning "tide-interop FAILED" on stderr and exits 1 (2 for bad
  * arguments). internal/server/java_test.go runs it against three
  * {@code tide serve} processes.
  */
 public final class TideInterop {
     private final Options options;
+    /** How many times the producer resent a batch (record-retry-total). */
+    private long retries;
 
     private TideInterop(Options options) {
         this.options = options;
@@ -111,9 +117,10 @@ public final class TideInterop {
             perPartition.append(entry.getKey()).append(':').append(entry.getValue().size());
         }
         return String.format("tide-interop ok kafka-clients=%s topic=%s brokers=%d partitions=%d replication-factor=%d"
-                + " min-insync-replicas=%s produced=%d per-partition=%s consumed-read-uncommitted=%d consumed-read-committed=%d",
+                + " min-insync-replicas=%s produced=%d producer-retries=%d per-partition=%s consumed-read-uncommitted=%d"
+                + " consumed-read-committed=%d",
                 AppInfoParser.getVersion(), options.topic, brokers, options.partitions, options.replicationFactor,
-                options.minInsyncReplicas == null ? "default" : options.minInsyncReplicas, options.records,
+                options.minInsyncReplicas == null ? "default" : options.minInsyncReplicas, options.records, retries,
                 perPartition, uncommitted, committed);
     }
 
@@ -243,9 +250,10 @@ public final class TideInterop {
     }
 
     /**
-     * A preferred leader election on a topic whose leaders are all their
-     * preferred replicas already: each partition answers success or
-     * ELECTION_NOT_NEEDED, nothing else.
+     * A preferred leader election: each partition answers success,
+     * ELECTION_NOT_NEEDED (its preferred replica leads already) or
+     * PREFERRED_LEADER_NOT_AVAILABLE (that replica is down, as after
+     * java_test.go kills a leader), nothing else.
      */
     private void electPreferred(Admin admin, List<TopicPartition> partitions, long deadlineNanos) throws Exception {
         Map<TopicPartition, Optional<Throwable>> results =
@@ -256,7 +264,8 @@ public final class TideInterop {
             if (result == null) {
                 throw new Failure("ElectLeaders: no answer for " + partition);
             }
-            if (result.isPresent() && !(result.get() instanceof ElectionNotNeededException)) {
+            if (result.isPresent() && !(result.get() instanceof ElectionNotNeededException)
+                    && !(result.get() instanceof PreferredLeaderNotAvailableException)) {
                 throw new Failure("ElectLeaders: " + partition + ": " + result.get());
             }
         }
@@ -288,12 +297,20 @@ public final class TideInterop {
             if (partitions.size() != options.partitions) {
                 throw new Failure("producer metadata: " + partitions.size() + " partitions, want " + options.partitions);
             }
+            // A line the caller can act on (java_test.go kills a leader
+            // once it sees it, when the sends are paced).
+            System.out.println("tide-interop producing " + options.records + " records");
+            System.out.flush();
             for (int i = 0; i < options.records; i++) {
                 ProducerRecord<byte[], byte[]> record = newRecord(i);
                 records.add(record);
                 acknowledgements.add(producer.send(record));
+                if (options.paceMillis > 0) {
+                    Thread.sleep(options.paceMillis);
+                }
             }
             producer.flush();
+            retries = (long) metric(producer.metrics(), "record-retry-total");
         }
         Map<Integer, List<Sent>> sent = new TreeMap<>();
         for (int i = 0; i < records.size(); i++) {
@@ -316,6 +333,16 @@ public final class TideInterop {
             throw new Failure("produce: the keys landed on " + sent.keySet() + ", want all " + options.partitions + " partitions");
         }
         return sent;
+    }
+
+    /** The value of the producer-metrics metric with this name. */
+    private static double metric(Map<MetricName, ? extends Metric> metrics, String name) {
+        for (Map.Entry<MetricName, ? extends Metric> entry : metrics.entrySet()) {
+            if (entry.getKey().name().equals(name) && entry.getKey().group().equals("producer-metrics")) {
+                return ((Number) entry.getValue().metricValue()).doubleValue();
+            }
+        }
+        throw new Failure("the producer has no metric " + name);
     }
 
     /** Record i: its key, value and headers depend on i alone. */
@@ -438,13 +465,16 @@ public final class TideInterop {
     /** The command line: every option is --name value. */
     private static final class Options {
         static final String USAGE = "usage: TideInterop --bootstrap host:port[,host:port...] --topic NAME"
-                + " [--partitions 3] [--replication-factor 3] [--min-insync-replicas N] [--records 1000] [--timeout-seconds 120]";
+                + " [--partitions 3] [--replication-factor 3] [--min-insync-replicas N] [--records 1000] [--pace-ms 0]"
+                + " [--timeout-seconds 120]";
         String bootstrap;
         String topic;
         int partitions = 3;
         int replicationFactor = 3;
         String minInsyncReplicas;
         int records = 1000;
+        /** Milliseconds between two sends; 0 sends as fast as the client takes them. */
+        int paceMillis;
         int timeoutSeconds = 120;
 
         static Options parse(String[] args) {
@@ -461,6 +491,7 @@ public final class TideInterop {
                     case "--replication-factor" -> options.replicationFactor = positive(args[i], value);
                     case "--min-insync-replicas" -> options.minInsyncReplicas = Integer.toString(positive(args[i], value));
                     case "--records" -> options.records = positive(args[i], value);
+                    case "--pace-ms" -> options.paceMillis = positive(args[i], value);
                     case "--timeout-seconds" -> options.timeoutSeconds = positive(args[i], value);
                     default -> throw new IllegalArgumentException("unknown option " + args[i]);
                 }
