@@ -156,7 +156,7 @@ func resolveWithMaven(t *testing.T, root string) string {
 	defer cancel()
 	began := time.Now()
 	cmd := exec.CommandContext(ctx, mvn, "-B", "-q", "-Dstyle.color=never", "-f", filepath.Join(root, "pom.xml"),
-		"dependency:build-classpath", "-Dmdep.includeScope=runtime", "-Dmdep.outputFile="+output)
+		"dependency:build-classpath", "-DincludeScope=runtime", "-Dmdep.outputFile="+output)
 	out, err := cmd.CombinedOutput()
 	out = terminalEscapes.ReplaceAll(out, nil)
 	if ctx.Err() != nil {
