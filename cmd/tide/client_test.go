@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tidelog/tide/internal/server"
+	"github.com/tidelog/tide/internal/testport"
 )
 
 // runWithInput runs one tide command with stdin and returns its stdout and
@@ -30,15 +31,9 @@ func runWithInput(stdin string, args ...string) (string, string, error) {
 	return stdout.String(), stderr.String(), err
 }
 
-func freeAddress(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+// freeAddress is an address for a node the serve command starts
+// (internal/testport says why not port 0).
+func freeAddress(t testing.TB) string { return testport.Free(t) }
 
 // serveNode runs one tide serve node in this process, through the serve
 // command's own configuration, and returns its Kafka address once its

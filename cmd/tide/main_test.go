@@ -46,7 +46,10 @@ func TestBadCommandLineIsAUsageError(t *testing.T) {
 	properties := filepath.Join(t.TempDir(), "server.properties")
 	os.WriteFile(properties, []byte("node.id=1\nno.such.setting=3\n"), 0o644)
 	for _, args := range [][]string{{"serve"}, {"serve", "--id", "1", "--controllers", "1@nohost", "--data-dir", t.TempDir()},
-		{"serve", "--config", properties}, {"serve", "--config", "/no/such/file"}} {
+		{"serve", "--config", properties}, {"serve", "--config", "/no/such/file"},
+		// Free ports: were the bad value accepted, the node would serve
+		// rather than fail the test on a busy port.
+		{"serve", "--id", "1", "--controllers", "1@" + freeAddress(t), "--kafka-listen", freeAddress(t), "--data-dir", t.TempDir(), "--default-replication-factor", "-1"}} {
 		if _, err := run(args...); err == nil || exitCode(err) != 2 {
 			t.Errorf("tide %v: err %v, want a usage error (2)", args, err)
 		}
@@ -131,7 +134,8 @@ func TestServePropertiesFile(t *testing.T) {
 	dir := t.TempDir()
 	properties := filepath.Join(dir, "server.properties")
 	text := "# a node\nnode.id=2\ncontroller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9094\nlog.dirs=" + dir +
-		"\nbroker.session.timeout.ms=4000\nbroker.heartbeat.interval.ms=250\ntide.kafka.listeners=1@127.0.0.1:9092,2@127.0.0.1:9192\n"
+		"\nbroker.session.timeout.ms=4000\nbroker.heartbeat.interval.ms=250\ntide.kafka.listeners=1@127.0.0.1:9092,2@127.0.0.1:9192\n" +
+		"num.partitions=3\ndefault.replication.factor=2\n"
 	if err := os.WriteFile(properties, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +152,8 @@ func TestServePropertiesFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if config.ID != 1 || len(config.Controllers) != 2 || config.DataDir != dir ||
-		config.SessionTimeout.Milliseconds() != 4000 || config.BrokerHeartbeat.Milliseconds() != 250 || len(config.KafkaListeners) != 2 {
+		config.SessionTimeout.Milliseconds() != 4000 || config.BrokerHeartbeat.Milliseconds() != 250 || len(config.KafkaListeners) != 2 ||
+		config.DefaultPartitions != 3 || config.DefaultReplicationFactor != 2 {
 		t.Fatalf("got %+v", config)
 	}
 }

@@ -32,7 +32,7 @@ func newRootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
 	})
-	root.AddCommand(newVersionCommand(), newLogCommand(), newSimCommand(), newScenarioCommand(), newServeCommand(),
+	root.AddCommand(newVersionCommand(), newLogCommand(), newSimCommand(), newScenarioCommand(), newServeCommand(), newDevCommand(),
 		newTopicCommand(), newProduceCommand(), newConsumeCommand(), newBenchCommand())
 	return root
 }

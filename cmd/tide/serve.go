@@ -30,7 +30,11 @@ type serveOptions struct {
 	sessionTimeout  time.Duration
 	brokerHeartbeat time.Duration
 	electionTimeout time.Duration
-	logLevel        string
+	// defaultPartitions and defaultReplicationFactor are num.partitions
+	// and default.replication.factor.
+	defaultPartitions        int
+	defaultReplicationFactor int
+	logLevel                 string
 }
 
 func newServeCommand() *cobra.Command {
@@ -56,7 +60,8 @@ of Metadata. A single node needs only --kafka-listen:
 Flags may also come from a properties file (--config FILE), with Kafka's
 names where there is one: node.id, controller.quorum.voters, listeners
 (the controller listener's host:port), log.dirs, broker.session.timeout.ms,
-broker.heartbeat.interval.ms; and tide.kafka.listen, tide.kafka.listeners.
+broker.heartbeat.interval.ms, num.partitions, default.replication.factor;
+and tide.kafka.listen, tide.kafka.listeners.
 A flag given on the command line wins.
 
 SIGTERM or SIGINT performs a controlled shutdown: the controller moves
@@ -80,6 +85,8 @@ docs/compatibility.md).`,
 	flags.DurationVar(&options.sessionTimeout, "session-timeout", 9*time.Second, "a broker silent for longer is fenced (broker.session.timeout.ms)")
 	flags.DurationVar(&options.brokerHeartbeat, "heartbeat-interval", 500*time.Millisecond, "how often a broker heartbeats (broker.heartbeat.interval.ms)")
 	flags.DurationVar(&options.electionTimeout, "election-timeout", time.Second, "the quorum's raft election timeout")
+	flags.IntVar(&options.defaultPartitions, "default-partitions", 1, "partitions of a topic created without a count (num.partitions)")
+	flags.IntVar(&options.defaultReplicationFactor, "default-replication-factor", 1, "replicas of a topic created without a factor (default.replication.factor)")
 	flags.StringVar(&options.logLevel, "log-level", "info", "debug, info, warn or error")
 	return command
 }
@@ -126,7 +133,8 @@ func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	config := server.Config{ID: metadata.BrokerID(o.id), Controllers: controllers, Listen: o.listen, DataDir: o.dataDir,
 		KafkaListen: o.kafkaListen, KafkaListeners: kafkaListeners,
-		SessionTimeout: o.sessionTimeout, BrokerHeartbeat: o.brokerHeartbeat, ElectionTimeout: o.electionTimeout, Logger: logger}
+		SessionTimeout: o.sessionTimeout, BrokerHeartbeat: o.brokerHeartbeat, ElectionTimeout: o.electionTimeout,
+		DefaultPartitions: o.defaultPartitions, DefaultReplicationFactor: o.defaultReplicationFactor, Logger: logger}
 	return config, config.Validate()
 }
 
@@ -138,6 +146,7 @@ var propertyFlags = map[string]string{
 	// Kafka's listeners name both the client and the controller listeners;
 	// tide keeps the Kafka listener apart under its own keys for now.
 	"tide.kafka.listen": "kafka-listen", "tide.kafka.listeners": "kafka-listeners",
+	"num.partitions": "default-partitions", "default.replication.factor": "default-replication-factor",
 }
 
 // applyProperties sets the flags not given on the command line from a
@@ -158,7 +167,7 @@ func applyProperties(flags *pflag.FlagSet, name string) error {
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 		flag, known := propertyFlags[key]
 		if !ok || !known {
-			return fmt.Errorf("%s:%d: unknown setting %q (known: node.id, controller.quorum.voters, listeners, log.dirs, broker.session.timeout.ms, broker.heartbeat.interval.ms, tide.kafka.listen, tide.kafka.listeners)", name, number, key)
+			return fmt.Errorf("%s:%d: unknown setting %q (known: node.id, controller.quorum.voters, listeners, log.dirs, broker.session.timeout.ms, broker.heartbeat.interval.ms, num.partitions, default.replication.factor, tide.kafka.listen, tide.kafka.listeners)", name, number, key)
 		}
 		if flags.Changed(flag) {
 			continue
@@ -183,6 +192,8 @@ func reread(flags *pflag.FlagSet, o serveOptions) serveOptions {
 	o.sessionTimeout, _ = flags.GetDuration("session-timeout")
 	o.brokerHeartbeat, _ = flags.GetDuration("heartbeat-interval")
 	o.electionTimeout, _ = flags.GetDuration("election-timeout")
+	o.defaultPartitions, _ = flags.GetInt("default-partitions")
+	o.defaultReplicationFactor, _ = flags.GetInt("default-replication-factor")
 	o.logLevel, _ = flags.GetString("log-level")
 	return o
 }

@@ -48,8 +48,8 @@ func newTopicCreateCommand(options *clientOptions) *cobra.Command {
 		Short: "Create a topic",
 		Args:  exactArgs(1, "one topic name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if partitions < 1 || replicationFactor < 1 || minInsync < 0 {
-				return usageError{fmt.Errorf("--partitions and --replication-factor must be at least 1, --min-insync-replicas at least 0")}
+			if partitions == 0 || partitions < -1 || replicationFactor == 0 || replicationFactor < -1 || minInsync < 0 {
+				return usageError{fmt.Errorf("--partitions and --replication-factor must be at least 1 (or -1 for the broker's default), --min-insync-replicas at least 0")}
 			}
 			client, _, err := options.connect(cmd.Context(), nil)
 			if err != nil {
@@ -67,19 +67,27 @@ func newTopicCreateCommand(options *clientOptions) *cobra.Command {
 			}
 			request.Topics = append(request.Topics, entry)
 			answer, err := options.request(cmd.Context(), client, request)
+			var created kmsg.CreateTopicsResponseTopic
 			if err == nil {
-				topic := answer.(*kmsg.CreateTopicsResponse).Topics[0]
-				err = kafkaError(topic.ErrorCode, topic.ErrorMessage)
+				created = answer.(*kmsg.CreateTopicsResponse).Topics[0]
+				err = kafkaError(created.ErrorCode, created.ErrorMessage)
 			}
 			if err != nil {
 				return fmt.Errorf("create topic %s: %w", args[0], err)
+			}
+			// CreateTopics v5+ says what the broker's defaults gave.
+			if created.NumPartitions > 0 {
+				partitions = created.NumPartitions
+			}
+			if created.ReplicationFactor > 0 {
+				replicationFactor = int32(created.ReplicationFactor)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "created topic %s (partitions %d, replication factor %d)\n", args[0], partitions, replicationFactor)
 			return nil
 		},
 	}
-	command.Flags().Int32Var(&partitions, "partitions", 1, "the number of partitions")
-	command.Flags().Int32Var(&replicationFactor, "replication-factor", 1, "replicas per partition (tide serve replicates only factor 1 today)")
+	command.Flags().Int32Var(&partitions, "partitions", -1, "the number of partitions (-1: the broker's num.partitions)")
+	command.Flags().Int32Var(&replicationFactor, "replication-factor", -1, "replicas per partition (-1: the broker's default.replication.factor, 3 in tide dev)")
 	command.Flags().Int32Var(&minInsync, "min-insync-replicas", 0, "min.insync.replicas for acks=all (0: the broker's default)")
 	return command
 }

@@ -55,7 +55,11 @@ type LifecycleConfig struct {
 	// PreviousEpoch is the epoch of the last incarnation if it shut down
 	// cleanly (its log is whole), or NoBrokerEpoch (KIP-966).
 	PreviousEpoch metadata.BrokerEpoch
-	Voters        []metadata.BrokerID
+	// Endpoint is where clients reach this broker's Kafka listener,
+	// registered with the controller so every broker's Metadata lists it;
+	// empty in the simulator.
+	Endpoint string
+	Voters   []metadata.BrokerID
 	// HeartbeatTicks is the heartbeat interval; RequestTimeoutTicks how
 	// long an answer may take before the request goes to the next voter.
 	HeartbeatTicks      int64
@@ -132,7 +136,8 @@ func (l *Lifecycle) Tick() {
 	switch {
 	case l.inFlight != nil:
 	case l.node == nil:
-		l.send(quorum.Request{Register: &quorum.RegisterRequest{Incarnation: l.config.Incarnation, PreviousEpoch: l.config.PreviousEpoch}})
+		l.send(quorum.Request{Register: &quorum.RegisterRequest{Incarnation: l.config.Incarnation, PreviousEpoch: l.config.PreviousEpoch,
+			Endpoint: l.config.Endpoint}})
 	case l.now-l.lastHeartbeat >= l.config.HeartbeatTicks:
 		l.lastHeartbeat = l.now
 		l.send(quorum.Request{Heartbeat: &quorum.HeartbeatRequest{Epoch: l.epoch, AppliedOffset: l.node.MetadataOffset(),

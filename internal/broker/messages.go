@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/tidelog/tide/internal/commitlog"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/replica"
 )
@@ -30,9 +31,15 @@ type ClientAnswer struct {
 	Partition metadata.TopicPartition
 	// ErrorCode is set, and every other field empty, when the broker has
 	// no replica of the partition (UNKNOWN_TOPIC_OR_PARTITION).
-	ErrorCode             int16
-	Produce               *replica.ProduceAnswer
-	Fetch                 *replica.FetchResponse
+	ErrorCode int16
+	Produce   *replica.ProduceAnswer
+	Fetch     *replica.FetchResponse
+	// FetchChunks, with Config.ZeroCopyReads, hold a fetch answer's records
+	// where the log has them, for sendfile; Fetch.Records is then empty.
+	// They are only ever records below the high watermark, which no
+	// truncation reaches, so they stay valid while the log keeps the
+	// segment open.
+	FetchChunks           []commitlog.Chunk
 	ListOffsets           *replica.ListOffsetsAnswer
 	OffsetsForLeaderEpoch *replica.OffsetsForLeaderEpochAnswer
 	// InitProducerID answers an InitProducerId; Partition is empty.

@@ -48,6 +48,12 @@ type Config struct {
 	// SyncLater defers the syncs replicas ask for until SyncAll: the
 	// simulator's slow disk. Off, a sync happens as soon as it is asked for.
 	SyncLater bool
+	// ZeroCopyReads answers client fetches (consumers' and followers')
+	// whose records all lie below the high watermark, in real files, with
+	// the log's chunks rather than bytes read (ClientAnswer.FetchChunks),
+	// for the server to send with sendfile. Records above the high
+	// watermark, which a truncation may change, are always read.
+	ZeroCopyReads bool
 }
 
 // partition is one hosted partition: its replica and its log.

@@ -3,6 +3,8 @@ package broker
 import (
 	"fmt"
 
+	"github.com/tidelog/tide/internal/commitlog"
+	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/producer"
 	"github.com/tidelog/tide/internal/replica"
@@ -106,12 +108,15 @@ func (n *Node) rebuildProducerState(p *partition) error {
 // route sends an answer where it belongs, reading a fetch answer's records
 // from the log.
 func (n *Node) route(tp metadata.TopicPartition, p *partition, answer replica.Answer, to destination) error {
+	var chunks []commitlog.Chunk
 	if answer.Fetch != nil && answer.Fetch.ErrorCode == 0 && answer.Fetch.DivergingEpoch == nil && answer.Fetch.ReadUpTo > answer.Fetch.ReadFrom {
 		result, err := p.log.Read(answer.Fetch.ReadFrom, answer.Fetch.MaxBytes, answer.Fetch.ReadUpTo)
 		if err != nil {
 			return fmt.Errorf("read for fetch: %w", err)
 		}
-		if answer.Fetch.Records, err = result.AppendTo(nil); err != nil {
+		if n.config.ZeroCopyReads && to.isClient && result.NextOffset <= p.replica.HighWatermark() && inOSFiles(result.Chunks) {
+			chunks = result.Chunks
+		} else if answer.Fetch.Records, err = result.AppendTo(nil); err != nil {
 			return fmt.Errorf("read for fetch: %w", err)
 		}
 	}
@@ -127,14 +132,25 @@ func (n *Node) route(tp metadata.TopicPartition, p *partition, answer replica.An
 		produced.ID = producer.id
 		n.outbox.Clients = append(n.outbox.Clients, ClientAnswer{Client: producer.client, Partition: tp, Produce: &produced})
 	case to.isClient:
-		n.outbox.Clients = append(n.outbox.Clients, ClientAnswer{Client: to.client, Partition: tp, Fetch: answer.Fetch, ListOffsets: answer.ListOffsets,
-			OffsetsForLeaderEpoch: answer.OffsetsForLeaderEpoch})
+		n.outbox.Clients = append(n.outbox.Clients, ClientAnswer{Client: to.client, Partition: tp, Fetch: answer.Fetch, FetchChunks: chunks,
+			ListOffsets: answer.ListOffsets, OffsetsForLeaderEpoch: answer.OffsetsForLeaderEpoch})
 	case to.broker != metadata.NoBroker:
 		n.outbox.Peers = append(n.outbox.Peers, Outbound{To: to.broker, Message: PeerMessage{
 			Partition: tp, FetchResponse: answer.Fetch, OffsetsForLeaderEpochAnswer: answer.OffsetsForLeaderEpoch,
 		}})
 	}
 	return nil
+}
+
+// inOSFiles reports whether every chunk is in a real file, which the server
+// can send with sendfile.
+func inOSFiles(chunks []commitlog.Chunk) bool {
+	for _, chunk := range chunks {
+		if _, ok := chunk.File.(disk.OSFile); !ok {
+			return false
+		}
+	}
+	return len(chunks) > 0
 }
 
 // fail takes a partition offline after its log failed.

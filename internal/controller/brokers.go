@@ -26,6 +26,9 @@ import (
 //     incarnation carry a smaller epoch and are rejected (KIP-380, KIP-903).
 //     It starts fenced.
 //
+// endpoint is where clients reach the broker's Kafka listener, carried in
+// the record (Kafka's BrokerRegistration listeners), or empty.
+//
 // previousBrokerEpoch is the epoch of the incarnation whose log the broker
 // vouches for, having shut down cleanly (KIP-966's PreviousBrokerEpoch), or
 // NoBrokerEpoch. It may name any registration from the last one that served
@@ -35,7 +38,7 @@ import (
 // Otherwise the restart counts as unclean: the log may have lost records that were committed, so the broker
 // leaves every ISR and ELR it was still in and can no longer be elected
 // through them (Kafka's handleBrokerUncleanShutdown).
-func RegisterBroker(img *metadata.Image, id metadata.BrokerID, incarnation string,
+func RegisterBroker(img *metadata.Image, id metadata.BrokerID, incarnation, endpoint string,
 	previousBrokerEpoch metadata.BrokerEpoch, offset int64) ([]metadata.Record, metadata.BrokerEpoch, int16, error) {
 	if offset <= img.Offset() {
 		return nil, metadata.NoBrokerEpoch, 0,
@@ -55,7 +58,7 @@ func RegisterBroker(img *metadata.Image, id metadata.BrokerID, incarnation strin
 	}
 	epoch := metadata.BrokerEpoch(offset)
 	d := newDecision(img)
-	if err := d.append(metadata.RegisterBroker{ID: id, Epoch: epoch, Incarnation: incarnation}); err != nil {
+	if err := d.append(metadata.RegisterBroker{ID: id, Epoch: epoch, Incarnation: incarnation, Endpoint: endpoint}); err != nil {
 		return nil, metadata.NoBrokerEpoch, 0, err
 	}
 	if !registered || previousBrokerEpoch > existing.Epoch || previousBrokerEpoch < existing.ServedEpoch || previousBrokerEpoch < 0 {

@@ -9,7 +9,7 @@ import (
 
 func TestRegisterBroker(t *testing.T) {
 	img := metadata.NewImage()
-	records, epoch, code, err := RegisterBroker(img, 1, "a", metadata.NoBrokerEpoch, 0)
+	records, epoch, code, err := RegisterBroker(img, 1, "a", "", metadata.NoBrokerEpoch, 0)
 	if err != nil || code != 0 || epoch != 0 {
 		t.Fatal(epoch, CodeName(code), err)
 	}
@@ -21,17 +21,17 @@ func TestRegisterBroker(t *testing.T) {
 	}
 
 	// A retry of the same incarnation gets its epoch back, with no record.
-	if records, epoch, code, _ := RegisterBroker(img, 1, "a", metadata.NoBrokerEpoch, 1); len(records) != 0 || epoch != 0 || code != 0 {
+	if records, epoch, code, _ := RegisterBroker(img, 1, "a", "", metadata.NoBrokerEpoch, 1); len(records) != 0 || epoch != 0 || code != 0 {
 		t.Errorf("retry: %v %d %s", records, epoch, CodeName(code))
 	}
 	c.must(Heartbeat(img, 1, 0, false, true))
 	// A new incarnation is refused while the old one is unfenced...
-	if _, _, code, _ := RegisterBroker(img, 1, "b", metadata.NoBrokerEpoch, 2); code != kerr.DuplicateBrokerRegistration.Code {
+	if _, _, code, _ := RegisterBroker(img, 1, "b", "", metadata.NoBrokerEpoch, 2); code != kerr.DuplicateBrokerRegistration.Code {
 		t.Errorf("got %s, want DUPLICATE_BROKER_REGISTRATION", CodeName(code))
 	}
 	// ...and accepted once it is fenced, with the offset as its new epoch.
 	c.fence(1)
-	records, epoch, code, err = RegisterBroker(img, 1, "b", 0, img.Offset()+1)
+	records, epoch, code, err = RegisterBroker(img, 1, "b", "", 0, img.Offset()+1)
 	if err != nil || code != 0 || epoch != metadata.BrokerEpoch(img.Offset()+1) {
 		t.Fatal(epoch, CodeName(code), err)
 	}
@@ -44,11 +44,11 @@ func TestRegisterBroker(t *testing.T) {
 		id          metadata.BrokerID
 		incarnation string
 	}{{-1, "x"}, {2, ""}} {
-		if _, _, code, _ := RegisterBroker(img, bad.id, bad.incarnation, metadata.NoBrokerEpoch, img.Offset()+1); code != kerr.InvalidRequest.Code {
+		if _, _, code, _ := RegisterBroker(img, bad.id, bad.incarnation, "", metadata.NoBrokerEpoch, img.Offset()+1); code != kerr.InvalidRequest.Code {
 			t.Errorf("%v: got %s, want INVALID_REQUEST", bad, CodeName(code))
 		}
 	}
-	if _, _, _, err := RegisterBroker(img, 2, "x", metadata.NoBrokerEpoch, img.Offset()); err == nil {
+	if _, _, _, err := RegisterBroker(img, 2, "x", "", metadata.NoBrokerEpoch, img.Offset()); err == nil {
 		t.Errorf("a registration at an applied offset must be an error")
 	}
 }
@@ -77,7 +77,7 @@ func TestRegisterBrokerUncleanRestartLeavesELR(t *testing.T) {
 		if clean {
 			previous = c.epoch(restarted)
 		}
-		records, _, code, err := RegisterBroker(c.image, restarted, "restarted", previous, c.image.Offset()+1)
+		records, _, code, err := RegisterBroker(c.image, restarted, "restarted", "", previous, c.image.Offset()+1)
 		c.must(records, code, err)
 		inELR := false
 		for _, id := range c.partition("orders", 0).ELR {
@@ -108,10 +108,10 @@ func TestRegisterBrokerMayVouchForTheLastEpochThatServed(t *testing.T) {
 			cluster, _, restarted, _ := lastReplicaStanding(t)
 			served := cluster.epoch(restarted)
 			// A registration that never gets unfenced...
-			records, unserved, code, err := RegisterBroker(cluster.image, restarted, "never-served", served, cluster.image.Offset()+1)
+			records, unserved, code, err := RegisterBroker(cluster.image, restarted, "never-served", "", served, cluster.image.Offset()+1)
 			cluster.must(records, code, err)
 			// ...then another incarnation vouching.
-			records, _, code, err = RegisterBroker(cluster.image, restarted, "restarted", c.vouch(served, unserved), cluster.image.Offset()+1)
+			records, _, code, err = RegisterBroker(cluster.image, restarted, "restarted", "", c.vouch(served, unserved), cluster.image.Offset()+1)
 			cluster.must(records, code, err)
 			inELR := false
 			for _, id := range cluster.partition("orders", 0).ELR {
@@ -128,7 +128,7 @@ func TestHeartbeat(t *testing.T) {
 	c := newCluster(t)
 	c.register(1, 2)
 	c.createTopic("orders", 1, 2, 1, false)
-	records, _, code, err := RegisterBroker(c.image, 3, "c", metadata.NoBrokerEpoch, c.image.Offset()+1)
+	records, _, code, err := RegisterBroker(c.image, 3, "c", "", metadata.NoBrokerEpoch, c.image.Offset()+1)
 	c.must(records, code, err)
 	tests := []struct {
 		name         string
@@ -172,7 +172,7 @@ func TestHeartbeatCompletesControlledShutdown(t *testing.T) {
 	if records, _, _ := Heartbeat(c.image, 1, c.epoch(1), false, true); len(records) != 0 {
 		t.Errorf("a shut-down broker was unfenced: %v", records)
 	}
-	if _, _, code, _ := RegisterBroker(c.image, 1, "restarted", 0, c.image.Offset()+1); code != 0 {
+	if _, _, code, _ := RegisterBroker(c.image, 1, "restarted", "", 0, c.image.Offset()+1); code != 0 {
 		t.Errorf("restart refused: %s", CodeName(code))
 	}
 }

@@ -60,7 +60,7 @@ func runCommand(t *testing.T, c *cluster, d *datadriven.TestData) ([]metadata.Re
 		if d.HasArg("clean") {
 			previous = c.epoch(id)
 		}
-		records, epoch, code, err := RegisterBroker(c.image, id, incarnation, previous, c.image.Offset()+1)
+		records, epoch, code, err := RegisterBroker(c.image, id, incarnation, "", previous, c.image.Offset()+1)
 		return records, fmt.Sprintf("%s epoch=%d", CodeName(code), epoch), err
 	case "heartbeat":
 		records, code, err := Heartbeat(c.image, id, epoch, d.HasArg("shutdown"), d.HasArg("caught-up"))

@@ -47,7 +47,7 @@ func (c *cluster) must(records []metadata.Record, code int16, err error) {
 func (c *cluster) register(ids ...metadata.BrokerID) {
 	c.t.Helper()
 	for _, id := range ids {
-		records, epoch, code, err := RegisterBroker(c.image, id, fmt.Sprintf("incarnation-%d-%d", id, c.image.Offset()+1),
+		records, epoch, code, err := RegisterBroker(c.image, id, fmt.Sprintf("incarnation-%d-%d", id, c.image.Offset()+1), "",
 			metadata.NoBrokerEpoch, c.image.Offset()+1)
 		c.must(records, code, err)
 		c.must(Heartbeat(c.image, id, epoch, false, true))

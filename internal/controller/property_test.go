@@ -150,7 +150,7 @@ func (s *simulation) register(id metadata.BrokerID) (string, []metadata.Record, 
 	if s.random.IntN(2) == 0 {
 		previous = s.epochOf(id)
 	}
-	records, epoch, code, err := RegisterBroker(s.image, id, incarnation, previous, s.image.Offset()+1)
+	records, epoch, code, err := RegisterBroker(s.image, id, incarnation, "", previous, s.image.Offset()+1)
 	if code == 0 && err == nil {
 		s.lastHeartbeat[id] = s.nowTick
 	}

@@ -114,7 +114,7 @@ func (img *Image) applyRegisterBroker(r RegisterBroker) (bool, error) {
 	}
 	img.brokers[r.ID] = brokerRegistration{
 		state:       BrokerState{ID: r.ID, Epoch: r.Epoch, Fenced: true, ServedEpoch: served},
-		incarnation: r.Incarnation,
+		incarnation: r.Incarnation, endpoint: r.Endpoint,
 	}
 	return true, nil
 }

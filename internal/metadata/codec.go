@@ -43,7 +43,17 @@ const (
 	tagDeleteTopic             byte = 7
 	tagPartitionChange         byte = 8
 	tagProducerIDs             byte = 9
+	// tagRegisterBrokerEndpoint is a RegisterBroker with an endpoint; one
+	// without keeps tagRegisterBroker, as written before endpoints.
+	tagRegisterBrokerEndpoint byte = 10
 )
+
+// imageEndpointsVersion is the image encoding with each broker's endpoint,
+// written when some broker has one; codecVersion images have none.
+const imageEndpointsVersion = 2
+
+// maxEndpointBytes bounds an endpoint: a host name (253) and a port.
+const maxEndpointBytes = 260
 
 // EncodeRecords appends a batch of records to dst.
 func EncodeRecords(dst []byte, records []Record) []byte {
@@ -104,8 +114,14 @@ func ReadBrokers(d *codec.Decoder) []BrokerID {
 func AppendRecord(e *codec.Encoder, r Record) {
 	switch r := r.(type) {
 	case RegisterBroker:
-		appendBrokerEpoch(e, tagRegisterBroker, r.ID, r.Epoch)
+		if r.Endpoint == "" {
+			appendBrokerEpoch(e, tagRegisterBroker, r.ID, r.Epoch)
+			e.String(r.Incarnation)
+			break
+		}
+		appendBrokerEpoch(e, tagRegisterBrokerEndpoint, r.ID, r.Epoch)
 		e.String(r.Incarnation)
+		e.String(r.Endpoint)
 	case UnfenceBroker:
 		appendBrokerEpoch(e, tagUnfenceBroker, r.ID, r.Epoch)
 	case FenceBroker:
@@ -174,6 +190,9 @@ func ReadRecord(d *codec.Decoder) Record {
 	case tagRegisterBroker:
 		id, epoch := readBrokerEpoch(d)
 		return RegisterBroker{ID: id, Epoch: epoch, Incarnation: d.String(maxNameBytes)}
+	case tagRegisterBrokerEndpoint:
+		id, epoch := readBrokerEpoch(d)
+		return RegisterBroker{ID: id, Epoch: epoch, Incarnation: d.String(maxNameBytes), Endpoint: d.String(maxEndpointBytes)}
 	case tagUnfenceBroker:
 		id, epoch := readBrokerEpoch(d)
 		return UnfenceBroker{ID: id, Epoch: epoch}
@@ -232,10 +251,16 @@ func ReadPartitionState(d *codec.Decoder) PartitionState {
 // metadata log loads instead of the records it missed.
 func EncodeImage(dst []byte, img *Image) []byte {
 	e := &codec.Encoder{B: dst}
-	e.Byte(codecVersion)
+	ids := img.brokerIDs()
+	version := byte(codecVersion)
+	for _, id := range ids {
+		if img.brokers[id].endpoint != "" {
+			version = imageEndpointsVersion
+		}
+	}
+	e.Byte(version)
 	e.Varint(img.nextOffset)
 	e.Varint(img.nextProducerID)
-	ids := img.brokerIDs()
 	e.Uvarint(uint64(len(ids)))
 	for _, id := range ids {
 		registration := img.brokers[id]
@@ -246,6 +271,9 @@ func EncodeImage(dst []byte, img *Image) []byte {
 		e.Bool(state.ShuttingDown)
 		e.Varint(int64(state.ServedEpoch))
 		e.String(registration.incarnation)
+		if version == imageEndpointsVersion {
+			e.String(registration.endpoint)
+		}
 	}
 	names := img.Topics()
 	e.Uvarint(uint64(len(names)))
@@ -260,7 +288,8 @@ func EncodeImage(dst []byte, img *Image) []byte {
 // Image on it: a snapshot is trusted no more than a record.
 func DecodeImage(b []byte) (*Image, error) {
 	d := codec.NewDecoder(b)
-	if version := d.Byte(); version != codecVersion {
+	version := d.Byte()
+	if version != codecVersion && version != imageEndpointsVersion {
 		return nil, d.Fail(fmt.Errorf("version %d", version))
 	}
 	img := &Image{nextOffset: d.Varint(), nextProducerID: d.Varint(), brokers: map[BrokerID]brokerRegistration{}, topics: map[string]*topicImage{}}
@@ -269,6 +298,9 @@ func DecodeImage(b []byte) (*Image, error) {
 		id, epoch := readBrokerEpoch(d)
 		state := BrokerState{ID: id, Epoch: epoch, Fenced: d.Bool(), ShuttingDown: d.Bool(), ServedEpoch: BrokerEpoch(d.Varint())}
 		registration := brokerRegistration{state: state, incarnation: d.String(maxNameBytes)}
+		if version == imageEndpointsVersion {
+			registration.endpoint = d.String(maxEndpointBytes)
+		}
 		if _, taken := img.brokers[id]; taken || id < 0 {
 			d.Fail(fmt.Errorf("broker %d twice or negative", id))
 		}

@@ -11,6 +11,7 @@ import (
 func sampleRecords() []Record {
 	return []Record{
 		RegisterBroker{ID: 1, Epoch: 42, Incarnation: "b1-7"},
+		RegisterBroker{ID: 5, Epoch: 43, Incarnation: "b5-1", Endpoint: "broker-5.example:9092"},
 		UnfenceBroker{ID: 1, Epoch: 42},
 		FenceBroker{ID: 2, Epoch: 7},
 		BeginControlledShutdown{ID: 3, Epoch: 9},

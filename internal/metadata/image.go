@@ -42,6 +42,8 @@ type Image struct {
 type brokerRegistration struct {
 	state       BrokerState
 	incarnation string
+	// endpoint is where clients reach its Kafka listener, or empty.
+	endpoint string
 }
 
 type topicImage struct {
@@ -71,6 +73,10 @@ func (img *Image) Broker(id BrokerID) (BrokerState, bool) {
 	registration, ok := img.brokers[id]
 	return registration.state, ok
 }
+
+// Endpoint returns where clients reach a registered broker's Kafka
+// listener, as it registered it, or "" when it gave none.
+func (img *Image) Endpoint(id BrokerID) string { return img.brokers[id].endpoint }
 
 // Incarnation returns the incarnation a registered broker last registered
 // with, so the controller can tell a retried registration from a restart.
@@ -181,8 +187,12 @@ func (img *Image) Describe() string {
 	}
 	for _, id := range img.brokerIDs() {
 		registration := img.brokers[id]
-		fmt.Fprintf(&out, "broker %d epoch=%d incarnation=%s %s\n", id, registration.state.Epoch,
-			registration.incarnation, describeBrokerStatus(registration.state))
+		endpoint := ""
+		if registration.endpoint != "" {
+			endpoint = " endpoint=" + registration.endpoint
+		}
+		fmt.Fprintf(&out, "broker %d epoch=%d incarnation=%s%s %s\n", id, registration.state.Epoch,
+			registration.incarnation, endpoint, describeBrokerStatus(registration.state))
 	}
 	for _, name := range img.Topics() {
 		topic := img.topics[name]

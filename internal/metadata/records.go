@@ -31,6 +31,11 @@ type RegisterBroker struct {
 	ID          BrokerID
 	Epoch       BrokerEpoch
 	Incarnation string
+	// Endpoint is the host:port where clients reach the broker's Kafka
+	// listener (Kafka's BrokerRegistration listeners), or empty when the
+	// broker gave none: Metadata lists it only where configuration names
+	// its address.
+	Endpoint string
 }
 
 // UnfenceBroker records that a registered broker caught up with the metadata
@@ -154,6 +159,9 @@ func (PartitionChange) isRecord()         {}
 func (ProducerIDs) isRecord()             {}
 
 func (r RegisterBroker) String() string {
+	if r.Endpoint != "" {
+		return fmt.Sprintf("register-broker id=%d epoch=%d incarnation=%s endpoint=%s", r.ID, r.Epoch, r.Incarnation, r.Endpoint)
+	}
 	return fmt.Sprintf("register-broker id=%d epoch=%d incarnation=%s", r.ID, r.Epoch, r.Incarnation)
 }
 

@@ -82,7 +82,7 @@ func (q *Quorum) decide(request Request, answer *Answer) ([]metadata.Record, err
 	switch {
 	case request.Register != nil:
 		records, epoch, code, err := controller.RegisterBroker(img, request.From, request.Register.Incarnation,
-			request.Register.PreviousEpoch, img.Offset()+1)
+			request.Register.Endpoint, request.Register.PreviousEpoch, img.Offset()+1)
 		answer.ErrorCode, answer.Register = code, &RegisterAnswer{Epoch: epoch}
 		if code == 0 {
 			q.lastHeartbeat[request.From] = q.now

@@ -42,6 +42,9 @@ type RegisterRequest struct {
 	// PreviousEpoch is the epoch of the incarnation whose log this one
 	// vouches for after a clean shutdown (KIP-966), or NoBrokerEpoch.
 	PreviousEpoch metadata.BrokerEpoch
+	// Endpoint is the host:port of the broker's Kafka listener as clients
+	// reach it, or empty.
+	Endpoint string
 }
 
 // HeartbeatRequest keeps a broker's session alive, reports how far it has

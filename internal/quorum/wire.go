@@ -22,6 +22,7 @@ const (
 	maxWireItems      = 1 << 16
 	maxSnapshotBytes  = 256 << 20
 	maxIncarnationLen = 128
+	maxEndpointLen    = 260
 )
 
 // Request kinds on the wire.
@@ -46,6 +47,7 @@ func EncodeRequest(dst []byte, r Request) []byte {
 		e.Byte(kindRegister)
 		e.String(r.Register.Incarnation)
 		e.Varint(int64(r.Register.PreviousEpoch))
+		e.String(r.Register.Endpoint)
 	case r.Heartbeat != nil:
 		e.Byte(kindHeartbeat)
 		e.Varint(int64(r.Heartbeat.Epoch))
@@ -111,7 +113,8 @@ func DecodeRequest(b []byte) (Request, error) {
 	r := Request{ID: d.Uvarint(), From: metadata.BrokerID(d.Int32())}
 	switch kind := d.Byte(); kind {
 	case kindRegister:
-		r.Register = &RegisterRequest{Incarnation: d.String(maxIncarnationLen), PreviousEpoch: metadata.BrokerEpoch(d.Varint())}
+		r.Register = &RegisterRequest{Incarnation: d.String(maxIncarnationLen), PreviousEpoch: metadata.BrokerEpoch(d.Varint()),
+			Endpoint: d.String(maxEndpointLen)}
 	case kindHeartbeat:
 		r.Heartbeat = &HeartbeatRequest{Epoch: metadata.BrokerEpoch(d.Varint()), AppliedOffset: d.Varint(), WantShutdown: d.Bool(),
 			MaxEntries: int(d.Int32())}

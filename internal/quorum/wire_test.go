@@ -13,7 +13,7 @@ import (
 func sampleRequests() []Request {
 	tp := metadata.TopicPartition{Topic: "events", Partition: 2}
 	return []Request{
-		{ID: 1, From: 3, Register: &RegisterRequest{Incarnation: "b3-9", PreviousEpoch: 41}},
+		{ID: 1, From: 3, Register: &RegisterRequest{Incarnation: "b3-9", PreviousEpoch: 41, Endpoint: "127.0.0.1:9094"}},
 		{ID: 2, From: 3, Heartbeat: &HeartbeatRequest{Epoch: 41, AppliedOffset: -1, WantShutdown: true, MaxEntries: 500}},
 		{ID: 3, From: 1, AlterPartition: &controller.AlterPartitionRequest{BrokerEpoch: 7, Partitions: []controller.AlterPartitionItem{
 			{TopicPartition: tp, LeaderEpoch: 4, PartitionEpoch: 9, NewISR: []controller.BrokerIDAndEpoch{{ID: 1, Epoch: 7}, {ID: 2, Epoch: -1}}}}}},

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/tidelog/tide/internal/controller"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/quorum"
+	"github.com/tidelog/tide/internal/testport"
 )
 
 // processCluster is real `tide serve` processes on 127.0.0.1.
@@ -24,13 +24,12 @@ type processCluster struct {
 	binary      string
 	controllers map[metadata.BrokerID]string
 	voters      string
-	// kafka are the brokers' Kafka listeners, and kafkaListeners the flag
-	// that tells every broker of all of them.
-	kafka          map[metadata.BrokerID]string
-	kafkaListeners string
-	dirs           map[metadata.BrokerID]string
-	processes      map[metadata.BrokerID]*exec.Cmd
-	logs           map[metadata.BrokerID]*os.File
+	// kafka are the brokers' Kafka listeners; each broker is told only
+	// its own and learns the others' from their registrations.
+	kafka     map[metadata.BrokerID]string
+	dirs      map[metadata.BrokerID]string
+	processes map[metadata.BrokerID]*exec.Cmd
+	logs      map[metadata.BrokerID]*os.File
 }
 
 // buildTide builds the tide binary once for the test.
@@ -44,27 +43,20 @@ func buildTide(t *testing.T) string {
 	return binary
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+// freePort is an address for a server started in another process
+// (internal/testport says why not port 0).
+func freePort(t *testing.T) string { return testport.Free(t) }
 
 func newProcessCluster(t *testing.T, size int) *processCluster {
 	c := &processCluster{t: t, binary: buildTide(t), controllers: map[metadata.BrokerID]string{}, kafka: map[metadata.BrokerID]string{},
 		dirs: map[metadata.BrokerID]string{}, processes: map[metadata.BrokerID]*exec.Cmd{}, logs: map[metadata.BrokerID]*os.File{}}
-	var voters, listeners []string
+	var voters []string
 	for id := metadata.BrokerID(1); int(id) <= size; id++ {
 		c.controllers[id], c.kafka[id] = freePort(t), freePort(t)
-		listeners = append(listeners, fmt.Sprintf("%d@%s", id, c.kafka[id]))
 		c.dirs[id] = filepath.Join(t.TempDir(), fmt.Sprintf("node-%d", id))
 		voters = append(voters, fmt.Sprintf("%d@%s", id, c.controllers[id]))
 	}
-	c.voters, c.kafkaListeners = strings.Join(voters, ","), strings.Join(listeners, ",")
+	c.voters = strings.Join(voters, ",")
 	t.Cleanup(c.stopAll)
 	for id := range c.controllers {
 		c.start(id)
@@ -78,7 +70,7 @@ func (c *processCluster) start(id metadata.BrokerID) {
 		c.t.Fatal(err)
 	}
 	cmd := exec.Command(c.binary, "serve", "--id", fmt.Sprint(id), "--controllers", c.voters, "--data-dir", c.dirs[id],
-		"--kafka-listeners", c.kafkaListeners,
+		"--kafka-listen", c.kafka[id],
 		"--session-timeout", "2s", "--heartbeat-interval", "200ms", "--election-timeout", "1s")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {

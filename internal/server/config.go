@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/wire"
 )
 
 // Config configures one node. Validate rejects bad values; zero durations
@@ -42,15 +45,30 @@ type Config struct {
 	// connect; by default this node's entry in KafkaListeners. One of the
 	// two is required: a broker clients cannot reach serves nothing.
 	KafkaListen string
-	// KafkaListeners are the brokers' Kafka addresses as clients reach
-	// them, id to host:port, for Metadata: clients connect to the leader
-	// of each partition at the address Metadata gives. A broker missing
-	// here is left out of Metadata and its replicas reported offline. This
-	// node's entry, if any, is what it advertises; without one it
-	// advertises the address its Kafka listener bound. (Kafka carries the
-	// endpoints in BrokerRegistration's listeners; tide's registration
-	// will too.)
+	// KafkaListeners are brokers' Kafka addresses as clients reach them,
+	// id to host:port. This node's entry, if any, is what it advertises
+	// (Kafka's advertised.listeners); without one it advertises the
+	// address its Kafka listener bound. Each broker registers the address
+	// it advertises with the controller, as Kafka's BrokerRegistration
+	// carries its listeners, and Metadata lists every broker at its
+	// registered address; the other entries here only stand in for a
+	// broker that registered none. A broker with neither is left out of
+	// Metadata and its replicas reported offline.
 	KafkaListeners map[metadata.BrokerID]string
+	// ControllerListener and KafkaListener, when set, are listeners
+	// already bound to Listen and KafkaListen, which the node serves
+	// instead of binding its own: a caller that chose free ports keeps
+	// them (tide dev), rather than releasing them for another process to
+	// take before the node binds them again. The node closes them.
+	ControllerListener net.Listener
+	KafkaListener      net.Listener
+	// DefaultPartitions and DefaultReplicationFactor are what a topic
+	// created without them gets (num.partitions and
+	// default.replication.factor; KIP-464 lets CreateTopics send -1 for
+	// either). A replication factor above the brokers registered at the
+	// time refuses the topic with INVALID_REPLICATION_FACTOR, as in Kafka.
+	DefaultPartitions        int
+	DefaultReplicationFactor int
 	// KafkaIdleTimeout closes a Kafka connection that sends no request for
 	// that long (connections.max.idle.ms); KafkaMaxInFlight bounds the
 	// requests one connection has read and not yet been answered, and
@@ -124,6 +142,12 @@ func (c Config) withDefaults() Config {
 	if c.KafkaMaxInFlight == 0 {
 		c.KafkaMaxInFlight = 100
 	}
+	if c.DefaultPartitions == 0 {
+		c.DefaultPartitions = 1 // Kafka's num.partitions
+	}
+	if c.DefaultReplicationFactor == 0 {
+		c.DefaultReplicationFactor = 1 // Kafka's default.replication.factor
+	}
 	if c.KafkaMaxConnections == 0 {
 		c.KafkaMaxConnections = 1000
 	}
@@ -132,6 +156,10 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+// maxDefaultPartitions bounds DefaultPartitions: a topic's default may not
+// exceed what one CreateTopics request may create.
+const maxDefaultPartitions = wire.DefaultMaxPartitionsPerRequest
 
 // Validate rejects configurations that cannot work.
 func (c Config) Validate() error {
@@ -149,6 +177,10 @@ func (c Config) Validate() error {
 		return errors.New("no Kafka listener: give --kafka-listen host:port, or this node's entry in --kafka-listeners")
 	case c.KafkaMaxInFlight < 1 || c.KafkaMaxConnections < 1 || c.KafkaIdleTimeout < time.Second:
 		return errors.New("kafka connections need at least one request in flight, one connection and an idle timeout of a second")
+	case c.DefaultPartitions < 1 || c.DefaultPartitions > maxDefaultPartitions:
+		return fmt.Errorf("default partitions %d: want 1 to %d, what one CreateTopics may create", c.DefaultPartitions, maxDefaultPartitions)
+	case c.DefaultReplicationFactor < 1 || c.DefaultReplicationFactor > math.MaxInt16:
+		return fmt.Errorf("default replication factor %d: want 1 to %d (an int16 on the wire)", c.DefaultReplicationFactor, math.MaxInt16)
 	case c.ElectionTimeout <= c.RaftHeartbeat || c.RaftHeartbeat < c.Tick:
 		return fmt.Errorf("election timeout %s must exceed the raft heartbeat %s, itself at least a tick (%s)", c.ElectionTimeout, c.RaftHeartbeat, c.Tick)
 	case c.SessionTimeout <= c.BrokerHeartbeat || c.BrokerHeartbeat < c.Tick:

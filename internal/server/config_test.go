@@ -26,6 +26,9 @@ func TestConfigValidate(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	if defaults := good.withDefaults(); defaults.DefaultPartitions != 1 || defaults.DefaultReplicationFactor != 1 {
+		t.Fatalf("default partitions %d and replication factor %d, want Kafka's 1 and 1", defaults.DefaultPartitions, defaults.DefaultReplicationFactor)
+	}
 	for name, change := range map[string]func(*Config){
 		"id 0":            func(c *Config) { c.ID = 0 },
 		"no controllers":  func(c *Config) { c.Controllers = nil },
@@ -33,6 +36,10 @@ func TestConfigValidate(t *testing.T) {
 		"not a voter":     func(c *Config) { c.ID = 2 },
 		"no kafka listen": func(c *Config) { c.KafkaListen = "" },
 		"session too low": func(c *Config) { c.SessionTimeout, c.BrokerHeartbeat = 100, 200 },
+		"no partitions":   func(c *Config) { c.DefaultPartitions = -1 },
+		"partitions over": func(c *Config) { c.DefaultPartitions = maxDefaultPartitions + 1 },
+		"no replicas":     func(c *Config) { c.DefaultReplicationFactor = -1 },
+		"replicas over":   func(c *Config) { c.DefaultReplicationFactor = 1 << 15 },
 	} {
 		config := good
 		change(&config)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -83,9 +84,12 @@ func newReplication(s *Server) *replication {
 
 // fetcher carries one source broker's replication traffic.
 type fetcher struct {
-	r       *replication
-	source  metadata.BrokerID
-	address string
+	r      *replication
+	source metadata.BrokerID
+	// address is the source's Kafka address, kept current by the node
+	// loop (a restarted broker may register another) and read by the
+	// dialer at each attempt.
+	address atomic.Pointer[string]
 	// client is the live connection, or nil.
 	client      *clientConn
 	correlation int32
@@ -142,22 +146,26 @@ func (r *replication) enqueue(messages []broker.Outbound) {
 // fetcher returns the source's fetcher, starting it on first use, or nil
 // when the source has no known Kafka address.
 func (r *replication) fetcher(source metadata.BrokerID) *fetcher {
+	address := r.s.kafkaAddress(source)
 	if f, ok := r.fetchers[source]; ok {
+		if address != "" && address != *f.address.Load() {
+			f.address.Store(&address)
+		}
 		return f
 	}
-	address, ok := r.s.config.KafkaListeners[source]
-	if !ok {
+	if address == "" {
 		if !r.unknown[source] {
 			r.unknown[source] = true
 			r.s.log.Warn("no Kafka address for a leader: its partitions are not replicated here", "broker", int(source))
 		}
 		return nil
 	}
-	f := &fetcher{r: r, source: source, address: address,
+	f := &fetcher{r: r, source: source,
 		formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID("tide-replica-" + strconv.Itoa(int(r.s.config.ID)))),
 		fetches:   map[metadata.TopicPartition]replica.FetchRequest{},
 		offsets:   map[metadata.TopicPartition]replica.OffsetsForLeaderEpochRequest{},
 		inFlight:  map[int32]*sentRequest{}}
+	f.address.Store(&address)
 	r.fetchers[source] = f
 	go f.dialLoop(r.ctx)
 	return f

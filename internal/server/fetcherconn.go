@@ -88,10 +88,11 @@ func (cn *clientConn) close() {
 func (f *fetcher) dialLoop(ctx context.Context) {
 	backoff := backoffInitial
 	for ctx.Err() == nil {
+		address := *f.address.Load()
 		dialer := net.Dialer{Timeout: dialTimeout}
-		c, err := dialer.DialContext(ctx, "tcp", f.address)
+		c, err := dialer.DialContext(ctx, "tcp", address)
 		if err != nil {
-			f.r.s.log.Debug("replica fetcher dial failed", "source", int(f.source), "address", f.address, "error", err)
+			f.r.s.log.Debug("replica fetcher dial failed", "source", int(f.source), "address", address, "error", err)
 			if !sleep(ctx, backoff) {
 				return
 			}

@@ -28,9 +28,12 @@ type kafkaListener struct {
 }
 
 func (s *Server) openKafka() error {
-	listener, err := net.Listen("tcp", s.config.KafkaListen)
-	if err != nil {
-		return fmt.Errorf("kafka listener: %w", err)
+	listener := s.config.KafkaListener
+	if listener == nil {
+		var err error
+		if listener, err = net.Listen("tcp", s.config.KafkaListen); err != nil {
+			return fmt.Errorf("kafka listener: %w", err)
+		}
 	}
 	advertised := s.config.KafkaListeners[s.config.ID]
 	if advertised == "" {
@@ -91,7 +94,7 @@ func (s *Server) acceptKafka(ctx context.Context) {
 
 // postKafka hands a request to the node loop. If the node stops first the
 // request is answered with nothing, and the connection closes with it.
-func (s *Server) postKafka(request []byte, answer func([]byte, error)) {
+func (s *Server) postKafka(request []byte, answer func(wire.Response, error)) {
 	select {
 	case s.inbox <- event{kind: eventKafkaRequest, payload: request, answer: answer}:
 	case <-s.stopped:

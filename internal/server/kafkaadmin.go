@@ -217,8 +217,8 @@ func (b *kafkaBackend) DeleteTopics(names []string, timeoutTicks int64, done fun
 	}
 }
 
-// ElectLeaders forwards one ElectPreferred for all the partitions (none
-// means every partition).
+// ElectLeaders forwards one ElectPreferred for all the partitions. wire
+// never asks for none, which to the controller would mean every partition.
 func (b *kafkaBackend) ElectLeaders(partitions []metadata.TopicPartition, timeoutTicks int64, done func(controller.ElectLeadersResponse)) {
 	b.callController(quorum.Request{ElectPreferred: &quorum.ElectPreferredRequest{Partitions: partitions}}, timeoutTicks, func(answer quorum.Answer) {
 		if answer.ElectPreferred == nil || answer.ErrorCode != 0 {

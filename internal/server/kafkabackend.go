@@ -84,14 +84,14 @@ func (b *kafkaBackend) node() *broker.Node { return b.s.lifecycle.Node() }
 func (b *kafkaBackend) Cluster() wire.Cluster {
 	self := b.s.config.ID
 	cluster := wire.Cluster{ClusterID: b.clusterID, BrokerID: self, Config: wire.BrokerConfig{
-		DefaultPartitions: 1, DefaultReplicationFactor: 1, MinInsyncReplicas: 1,
+		DefaultPartitions: b.s.config.DefaultPartitions, DefaultReplicationFactor: b.s.config.DefaultReplicationFactor, MinInsyncReplicas: 1,
 		SegmentBytes: segmentBytes, RetentionBytes: -1, RetentionMs: -1, MessageMaxBytes: maxBatchBytes,
 	}}
 	cluster.Brokers = append(cluster.Brokers, endpoint(self, b.advertised))
 	if node := b.node(); node != nil {
 		for _, state := range node.Image().Brokers() {
-			address, known := b.s.config.KafkaListeners[state.ID]
-			if state.ID != self && known && !state.Fenced {
+			address := b.s.kafkaAddress(state.ID)
+			if state.ID != self && address != "" && !state.Fenced {
 				cluster.Brokers = append(cluster.Brokers, endpoint(state.ID, address))
 			}
 		}
@@ -108,6 +108,17 @@ func (b *kafkaBackend) Cluster() wire.Cluster {
 		}
 	}
 	return cluster
+}
+
+// kafkaAddress is where a broker's Kafka listener is reached: the endpoint
+// it registered, else the one --kafka-listeners names, else "".
+func (s *Server) kafkaAddress(id metadata.BrokerID) string {
+	if node := s.lifecycle.Node(); node != nil {
+		if registered := node.Image().Endpoint(id); registered != "" {
+			return registered
+		}
+	}
+	return s.config.KafkaListeners[id]
 }
 
 func endpoint(id metadata.BrokerID, address string) wire.Broker {

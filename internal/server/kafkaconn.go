@@ -1,15 +1,17 @@
 package server
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/tidelog/tide/internal/wire"
 )
 
 // kafkaLimits bound what one Kafka client connection may hold.
@@ -27,22 +29,24 @@ type kafkaLimits struct {
 	IdleTimeout time.Duration
 }
 
-// requestReadChunkBytes is how much of a request body is allocated ahead of
-// the bytes that have arrived: a forged size prefix cannot make the reader
-// allocate much more than the client actually sent.
-const requestReadChunkBytes = 64 << 10
+// requestReadAheadBytes is how much of a request body is allocated before
+// any of it arrives: all of a request up to this size, in one allocation
+// and never copied; past it the buffer doubles only as the bytes arrive, so
+// a forged size prefix cannot make the reader allocate much more than the
+// client actually sent.
+const requestReadAheadBytes = 1 << 20
 
 // kafkaHandle hands one request to whoever serves it (the node loop). The
 // answer callback may be called from any goroutine, exactly once, with the
 // response (nil for none: an acks=0 produce) or an error that closes the
 // connection. It must not block: it is called on the node loop.
-type kafkaHandle func(request []byte, answer func(response []byte, err error))
+type kafkaHandle func(request []byte, answer func(response wire.Response, err error))
 
 // pendingResponse is one request's place in its connection's response
 // order; ready is closed once the answer is in.
 type pendingResponse struct {
 	ready    chan struct{}
-	response []byte
+	response wire.Response
 	err      error
 }
 
@@ -100,7 +104,7 @@ func (k *kafkaConn) serve() {
 
 // answer records the answer and wakes the writer; a second call is a
 // programmer error (wire answers exactly once).
-func (p *pendingResponse) answer(response []byte, err error) {
+func (p *pendingResponse) answer(response wire.Response, err error) {
 	p.response, p.err = response, err
 	close(p.ready)
 }
@@ -117,12 +121,18 @@ func (k *kafkaConn) readRequest() ([]byte, error) {
 	if size < 0 || int(size) > k.limits.MaxRequestBytes {
 		return nil, fmt.Errorf("request of %d bytes, limit %d", size, k.limits.MaxRequestBytes)
 	}
-	var body bytes.Buffer
-	body.Grow(min(int(size), requestReadChunkBytes))
-	if _, err := io.CopyN(&body, k.c, int64(size)); err != nil {
-		return nil, fmt.Errorf("request body: %w", err)
+	body := make([]byte, min(int(size), requestReadAheadBytes))
+	read := 0
+	for {
+		if _, err := io.ReadFull(k.c, body[read:]); err != nil {
+			return nil, fmt.Errorf("request body: %w", err)
+		}
+		read = len(body)
+		if read == int(size) {
+			return body, nil
+		}
+		body = append(body, make([]byte, min(int(size)-read, read))...)
 	}
-	return body.Bytes(), nil
 }
 
 // writeLoop writes the responses in request order; an error answer closes
@@ -145,7 +155,7 @@ func (k *kafkaConn) writeLoop() {
 			k.log.Info("closing a kafka connection", "error", pending.err)
 			return
 		}
-		if pending.response != nil { // nil for acks=0: no response
+		if pending.response.Bytes != nil { // nil for acks=0: no response
 			if err := k.writeResponse(pending.response); err != nil {
 				k.log.Debug("kafka write failed", "error", err)
 				return
@@ -155,13 +165,36 @@ func (k *kafkaConn) writeLoop() {
 	}
 }
 
-func (k *kafkaConn) writeResponse(response []byte) error {
+// writeResponse writes the size, then the response's bytes with its record
+// sets spliced in: in-memory ones in the same writev, file ranges with
+// sendfile, so a fetch's records go from the page cache to the socket
+// without passing through this process.
+func (k *kafkaConn) writeResponse(response wire.Response) error {
 	k.c.SetWriteDeadline(time.Now().Add(writeTimeout))
-	var prefix [4]byte
-	binary.BigEndian.PutUint32(prefix[:], uint32(len(response)))
-	// Two buffers, one writev: a fetch response is mostly record bytes,
-	// not worth copying behind a size.
-	buffers := net.Buffers{prefix[:], response}
+	size := response.Size()
+	if size > math.MaxInt32 {
+		return fmt.Errorf("response of %d bytes", size)
+	}
+	prefix := binary.BigEndian.AppendUint32(nil, uint32(size))
+	buffers := net.Buffers{prefix}
+	next := 0
+	for _, splice := range response.Splices {
+		buffers = append(buffers, response.Bytes[next:splice.At], splice.Bytes)
+		next = splice.At
+		if len(splice.Ranges) == 0 {
+			continue
+		}
+		if _, err := buffers.WriteTo(k.c); err != nil {
+			return err
+		}
+		buffers = buffers[:0]
+		for _, file := range splice.Ranges {
+			if err := sendFile(k.c, file); err != nil {
+				return err
+			}
+		}
+	}
+	buffers = append(buffers, response.Bytes[next:])
 	_, err := buffers.WriteTo(k.c)
 	return err
 }

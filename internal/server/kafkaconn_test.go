@@ -8,11 +8,13 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/tidelog/tide/internal/wire"
 )
 
 // testConn serves one kafkaConn over a loopback pair with handle, and
 // returns the client's end.
-func testConn(t *testing.T, limits kafkaLimits, handle kafkaHandle) net.Conn {
+func testConn(t *testing.T, limits kafkaLimits, handleBytes func(request []byte, answer func([]byte, error))) net.Conn {
 	t.Helper()
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -28,6 +30,9 @@ func testConn(t *testing.T, limits kafkaLimits, handle kafkaHandle) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close(); server.Close() })
+	handle := func(request []byte, answer func(wire.Response, error)) {
+		handleBytes(request, func(response []byte, err error) { answer(wire.Response{Bytes: response}, err) })
+	}
 	go newKafkaConn(server, limits, handle, slog.New(slog.DiscardHandler)).serve()
 	return client
 }
@@ -181,5 +186,29 @@ func TestKafkaConnIdleTimeout(t *testing.T) {
 	expectClosed(t, c)
 	if waited := time.Since(start); waited > 3*time.Second {
 		t.Fatalf("closed after %s, idle timeout %s", waited, limits.IdleTimeout)
+	}
+}
+
+// Requests of every size, around the read-ahead and past it, arrive whole.
+func TestKafkaConnReadsRequestsOfAnySize(t *testing.T) {
+	arrived := make(chan []byte, 1)
+	c := testConn(t, kafkaLimits{MaxRequestBytes: 8 << 20, MaxInFlight: 4, IdleTimeout: 10 * time.Second}, func(request []byte, answer func([]byte, error)) {
+		arrived <- request
+		answer([]byte("ok"), nil)
+	})
+	for _, size := range []int{0, 1, requestReadAheadBytes - 1, requestReadAheadBytes, requestReadAheadBytes + 1, 3*requestReadAheadBytes + 7} {
+		request := make([]byte, 4+size)
+		binary.BigEndian.PutUint32(request, uint32(size))
+		for i := range size {
+			request[4+i] = byte(i * 7)
+		}
+		go c.Write(request)
+		got := <-arrived
+		if len(got) != size || string(got) != string(request[4:]) {
+			t.Fatalf("a request of %d bytes arrived as %d bytes", size, len(got))
+		}
+		if response, err := readResponse(t, c); err != nil || string(response) != "ok" {
+			t.Fatalf("response %q, %v", response, err)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/tidelog/tide/internal/broker"
+	"github.com/tidelog/tide/internal/commitlog"
+	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
@@ -19,11 +21,13 @@ const maxWaitingFetches = 4096
 // stood when it was last read.
 type waitingFetch struct {
 	request  wire.FetchRequest
-	done     func([]replica.FetchResponse)
+	done     func([]replica.FetchResponse, [][]wire.FileRange)
 	deadline int64
 	answers  []replica.FetchResponse
-	awaited  int
-	seen     []partitionPosition
+	// files are the answers' records left in the log's files (sendfile).
+	files   [][]wire.FileRange
+	awaited int
+	seen    []partitionPosition
 }
 
 // partitionPosition is what a waiting fetch watches: a change in any of it
@@ -42,13 +46,32 @@ type partitionPosition struct {
 // partitions changes (Kafka's DelayedFetch). A change is seen at most once
 // per pass of the node loop, so a waiting fetch costs the replica one read
 // per change, not one per tick.
-func (b *kafkaBackend) Fetch(request wire.FetchRequest, done func([]replica.FetchResponse)) {
+func (b *kafkaBackend) FetchFiles(request wire.FetchRequest, done func([]replica.FetchResponse, [][]wire.FileRange)) {
 	if request.ReplicaID >= 0 && request.ReplicaEpoch == metadata.NoBrokerEpoch {
-		done(refuseFollowerFetch(request))
+		done(refuseFollowerFetch(request), nil)
 		return
 	}
 	fetch := &waitingFetch{request: request, done: done, deadline: b.now + request.MaxWaitTicks}
 	b.serveFetch(fetch)
+}
+
+// Fetch is FetchFiles with the records read into memory; wire calls
+// FetchFiles, since the backend is a wire.FileFetcher.
+func (b *kafkaBackend) Fetch(request wire.FetchRequest, done func([]replica.FetchResponse)) {
+	b.FetchFiles(request, func(answers []replica.FetchResponse, files [][]wire.FileRange) {
+		for i := range files {
+			if len(files[i]) == 0 {
+				continue
+			}
+			records, err := wire.Response{Bytes: []byte{}, Splices: []wire.Splice{{Ranges: files[i]}}}.Flatten()
+			if err != nil {
+				answers[i] = replica.FetchResponse{ID: answers[i].ID, ErrorCode: kerr.UnknownServerError.Code, HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1}
+				continue
+			}
+			answers[i].Records = records
+		}
+		done(answers)
+	})
 }
 
 // refuseFollowerFetch answers a fetch that names a replica id but no broker
@@ -72,12 +95,14 @@ func refuseFollowerFetch(request wire.FetchRequest) []replica.FetchResponse {
 func (b *kafkaBackend) serveFetch(fetch *waitingFetch) {
 	partitions := fetch.request.Partitions
 	fetch.answers = make([]replica.FetchResponse, len(partitions))
+	fetch.files = make([][]wire.FileRange, len(partitions))
 	fetch.seen = make([]partitionPosition, len(partitions))
 	fetch.awaited = len(partitions) + 1 // held until every read is issued
 	for i, partition := range partitions {
 		fetch.seen[i] = b.position(partition)
 		b.issue(broker.ClientRequest{Partition: partition.TopicPartition, Fetch: &partition.FetchRequest}, 0, func(answer broker.ClientAnswer) {
 			fetch.answers[i] = fetchAnswer(partition, answer)
+			fetch.files[i] = fileRanges(answer.FetchChunks)
 			b.fetchRead(fetch)
 		})
 	}
@@ -104,14 +129,14 @@ func (b *kafkaBackend) fetchRead(fetch *waitingFetch) {
 	if fetch.awaited > 0 {
 		return
 	}
-	total, failed := 0, false
-	for _, answer := range fetch.answers {
-		total += len(answer.Records)
+	total, failed := int64(0), false
+	for i, answer := range fetch.answers {
+		total += recordsSize(answer, fetch.files[i])
 		failed = failed || answer.ErrorCode != 0
 	}
-	if failed || total >= int(fetch.request.MinBytes) || b.now >= fetch.deadline || len(b.fetches) >= maxWaitingFetches {
-		limitFetchBytes(fetch.answers, fetch.request.MaxBytes)
-		fetch.done(fetch.answers)
+	if failed || total >= int64(fetch.request.MinBytes) || b.now >= fetch.deadline || len(b.fetches) >= maxWaitingFetches {
+		limitFetchBytes(fetch.answers, fetch.files, fetch.request.MaxBytes)
+		fetch.done(fetch.answers, fetch.files)
 		return
 	}
 	b.fetches = append(b.fetches, fetch)
@@ -121,16 +146,38 @@ func (b *kafkaBackend) fetchRead(fetch *waitingFetch) {
 // response over the fetch's MaxBytes, keeping the first partition with
 // records whatever its size so a consumer always progresses (KIP-74). The
 // partitions left out are read again by the consumer's next fetch.
-func limitFetchBytes(answers []replica.FetchResponse, maxBytes int32) {
-	total := 0
+func limitFetchBytes(answers []replica.FetchResponse, files [][]wire.FileRange, maxBytes int32) {
+	total := int64(0)
 	for i := range answers {
-		size := len(answers[i].Records)
-		if size > 0 && total > 0 && int64(total)+int64(size) > int64(maxBytes) {
-			answers[i].Records = nil
+		size := recordsSize(answers[i], files[i])
+		if size > 0 && total > 0 && total+size > int64(maxBytes) {
+			answers[i].Records, files[i] = nil, nil
 			continue
 		}
 		total += size
 	}
+}
+
+// recordsSize is the size of a partition's records, in memory or in files.
+func recordsSize(answer replica.FetchResponse, files []wire.FileRange) int64 {
+	size := int64(len(answer.Records))
+	for _, file := range files {
+		size += file.Size
+	}
+	return size
+}
+
+// fileRanges turns the log's chunks into ranges of their OS files; a
+// chunk is only handed out in one (broker.Config.ZeroCopyReads).
+func fileRanges(chunks []commitlog.Chunk) []wire.FileRange {
+	if len(chunks) == 0 {
+		return nil
+	}
+	ranges := make([]wire.FileRange, len(chunks))
+	for i, chunk := range chunks {
+		ranges[i] = wire.FileRange{File: chunk.File.(disk.OSFile).OSFile(), Position: chunk.Position, Size: chunk.Size}
+	}
+	return ranges
 }
 
 // position is where a fetched partition stands on this broker now.

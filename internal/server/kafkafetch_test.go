@@ -4,19 +4,24 @@ import (
 	"testing"
 
 	"github.com/tidelog/tide/internal/replica"
+	"github.com/tidelog/tide/internal/wire"
 )
 
 // A fetch response stays within the fetch's MaxBytes, except that the
-// first partition with records keeps them whatever their size (KIP-74).
+// first partition with records keeps them whatever their size (KIP-74);
+// records in memory and records left in files count alike.
 func TestLimitFetchBytes(t *testing.T) {
-	answers := func(sizes ...int) []replica.FetchResponse {
-		list := make([]replica.FetchResponse, len(sizes))
+	answers := func(sizes ...int) ([]replica.FetchResponse, [][]wire.FileRange) {
+		list, files := make([]replica.FetchResponse, len(sizes)), make([][]wire.FileRange, len(sizes))
 		for i, size := range sizes {
-			if size > 0 {
+			switch {
+			case size > 0 && i%2 == 0:
 				list[i].Records = make([]byte, size)
+			case size > 0:
+				files[i] = []wire.FileRange{{Size: int64(size) / 2}, {Size: int64(size) - int64(size)/2}}
 			}
 		}
-		return list
+		return list, files
 	}
 	for _, test := range []struct {
 		sizes    []int
@@ -28,11 +33,11 @@ func TestLimitFetchBytes(t *testing.T) {
 		{[]int{5, 30, 5}, 25, []int{5, 0, 5}},
 		{[]int{10, 10}, 0, []int{10, 0}},
 	} {
-		got := answers(test.sizes...)
-		limitFetchBytes(got, test.maxBytes)
+		got, files := answers(test.sizes...)
+		limitFetchBytes(got, files, test.maxBytes)
 		for i, answer := range got {
-			if len(answer.Records) != test.want[i] {
-				t.Errorf("sizes %v, max %d: partition %d keeps %d bytes, want %d", test.sizes, test.maxBytes, i, len(answer.Records), test.want[i])
+			if kept := recordsSize(answer, files[i]); kept != int64(test.want[i]) {
+				t.Errorf("sizes %v, max %d: partition %d keeps %d bytes, want %d", test.sizes, test.maxBytes, i, kept, test.want[i])
 			}
 		}
 	}

@@ -20,7 +20,7 @@ import (
 // incarnation that wrote it (KIP-966's PreviousBrokerEpoch).
 const epochFile = "broker-epoch"
 
-func (s *Server) openLifecycle() error {
+func (s *Server) openLifecycle(endpoint string) error {
 	previous := metadata.NoBrokerEpoch
 	if text, err := os.ReadFile(path.Join(s.config.DataDir, epochFile)); err == nil {
 		epoch, err := strconv.ParseInt(strings.TrimSpace(string(text)), 10, 64)
@@ -31,7 +31,7 @@ func (s *Server) openLifecycle() error {
 	}
 	c := s.config
 	lifecycle, err := broker.NewLifecycle(broker.LifecycleConfig{
-		ID: c.ID, Incarnation: fmt.Sprintf("b%d-%d", c.ID, time.Now().UnixNano()), PreviousEpoch: previous,
+		ID: c.ID, Incarnation: fmt.Sprintf("b%d-%d", c.ID, time.Now().UnixNano()), PreviousEpoch: previous, Endpoint: endpoint,
 		Voters: c.voters(), HeartbeatTicks: c.ticks(c.BrokerHeartbeat), RequestTimeoutTicks: c.ticks(2 * c.BrokerHeartbeat),
 		MaxEntries: 10000, NewNode: s.newNode,
 		// Nanoseconds since 1970 grow faster than any incarnation numbers
@@ -68,6 +68,7 @@ func (s *Server) newNode(epoch metadata.BrokerEpoch) *broker.Node {
 		ReplicaLagTicks: c.ticks(30 * time.Second), FetchRetryTicks: c.ticks(100 * time.Millisecond),
 		FetchTimeoutTicks:  c.ticks(replicaFetchMaxWait + 2*replicaRequestTimeout),
 		ProposalRetryTicks: c.ticks(5 * time.Second), MaxPendingProduces: 10000,
+		ZeroCopyReads: true,
 	}, epoch)
 }
 
@@ -78,10 +79,11 @@ func (s *Server) writeEpoch(epoch metadata.BrokerEpoch) error {
 
 // StatusBroker is one broker as a node's metadata has it.
 type StatusBroker struct {
-	ID           int32 `json:"id"`
-	Epoch        int64 `json:"epoch"`
-	Fenced       bool  `json:"fenced"`
-	ShuttingDown bool  `json:"shutting_down"`
+	ID           int32  `json:"id"`
+	Epoch        int64  `json:"epoch"`
+	Fenced       bool   `json:"fenced"`
+	ShuttingDown bool   `json:"shutting_down"`
+	Endpoint     string `json:"endpoint,omitempty"`
 }
 
 // Status is a node's view of the cluster, for operators and tests.
@@ -130,7 +132,8 @@ func (s *Server) status() []byte {
 		img := node.Image()
 		status.BrokerOffset, status.Topics, status.Metadata = img.Offset(), img.Topics(), img.Describe()
 		for _, b := range img.Brokers() {
-			status.Brokers = append(status.Brokers, StatusBroker{ID: int32(b.ID), Epoch: int64(b.Epoch), Fenced: b.Fenced, ShuttingDown: b.ShuttingDown})
+			status.Brokers = append(status.Brokers, StatusBroker{ID: int32(b.ID), Epoch: int64(b.Epoch), Fenced: b.Fenced, ShuttingDown: b.ShuttingDown,
+				Endpoint: img.Endpoint(b.ID)})
 		}
 		if state, ok := img.Broker(s.config.ID); ok {
 			status.Fenced = state.Fenced || state.Epoch != s.lifecycle.Epoch()

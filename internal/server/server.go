@@ -18,6 +18,7 @@ import (
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/quorum"
 	"github.com/tidelog/tide/internal/raftlog"
+	"github.com/tidelog/tide/internal/wire"
 )
 
 // Server is one running node.
@@ -38,6 +39,9 @@ type Server struct {
 	brokers map[metadata.BrokerID]*conn
 	inbox   chan event
 	stopped chan struct{}
+	// brokerDone closes when the broker's controlled shutdown completed
+	// after ShutdownBroker, while the node goes on serving its controller.
+	brokerDone chan struct{}
 	// fatal is the first error of a core (a metadata record that does not
 	// apply): the node stops.
 	fatal error
@@ -52,7 +56,7 @@ type event struct {
 	frame   byte
 	payload []byte
 	// answer takes the response to a Kafka request (eventKafkaRequest).
-	answer func([]byte, error)
+	answer func(wire.Response, error)
 	// fetcher and client are a replica fetcher and its connection.
 	fetcher *fetcher
 	client  *clientConn
@@ -68,17 +72,29 @@ const (
 	eventFetcherUp
 	eventFetcherDown
 	eventFetcherResponse
+	eventShutdownBroker
 )
 
 // New opens a node's storage and its listener; Run runs it.
-func New(config Config) (*Server, error) {
+func New(config Config) (s *Server, err error) {
+	defer func() {
+		// Listeners handed in are the node's from here on, even when it
+		// does not start.
+		if err != nil {
+			for _, l := range []net.Listener{config.ControllerListener, config.KafkaListener} {
+				if l != nil {
+					l.Close()
+				}
+			}
+		}
+	}()
 	if err := config.Validate(); err != nil {
 		return nil, err
 	}
 	config = config.withDefaults()
-	s := &Server{config: config, log: config.Logger.With("node", int(config.ID)), fs: disk.OS(),
+	s = &Server{config: config, log: config.Logger.With("node", int(config.ID)), fs: disk.OS(),
 		links: map[metadata.BrokerID]*link{}, brokers: map[metadata.BrokerID]*conn{},
-		inbox: make(chan event, 1024), stopped: make(chan struct{})}
+		inbox: make(chan event, 1024), stopped: make(chan struct{}), brokerDone: make(chan struct{})}
 	s.replication = newReplication(s)
 	if err := s.fs.MkdirAll(config.DataDir); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
@@ -88,17 +104,24 @@ func New(config Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	if err := s.openLifecycle(); err != nil {
-		s.closeStorage()
-		return nil, err
-	}
-	listener, err := net.Listen("tcp", config.Listen)
-	if err != nil {
-		s.closeStorage()
-		return nil, fmt.Errorf("controller listener: %w", err)
+	listener := config.ControllerListener
+	if listener == nil {
+		var err error
+		if listener, err = net.Listen("tcp", config.Listen); err != nil {
+			s.closeStorage()
+			return nil, fmt.Errorf("controller listener: %w", err)
+		}
 	}
 	s.listener = listener
 	if err := s.openKafka(); err != nil {
+		listener.Close()
+		s.closeStorage()
+		return nil, err
+	}
+	// The broker registers the address its Kafka listener is reached at,
+	// which the listener knows once bound.
+	if err := s.openLifecycle(s.kafka.backend.advertised); err != nil {
+		s.kafka.listener.Close()
 		listener.Close()
 		s.closeStorage()
 		return nil, err
@@ -171,24 +194,53 @@ func (s *Server) closeStorage() error {
 	return s.storage.Close()
 }
 
+// ShutdownBroker starts the broker's controlled shutdown while the node
+// keeps running its controller, so that several nodes stopping together
+// (tide dev) keep their quorum until every broker has moved its
+// leaderships; BrokerDone closes once it completed. Ending Run's context
+// then stops the node at once.
+func (s *Server) ShutdownBroker() { s.post(event{kind: eventShutdownBroker}) }
+
+// BrokerDone closes when the controlled shutdown ShutdownBroker started
+// has completed.
+func (s *Server) BrokerDone() <-chan struct{} { return s.brokerDone }
+
 // loop is the node loop: the only goroutine that touches the cores.
 func (s *Server) loop(ctx context.Context) error {
 	ticker := time.NewTicker(s.config.Tick)
 	defer ticker.Stop()
 	var deadline <-chan time.Time
 	done := ctx.Done()
+	shutdown := func() {
+		if deadline == nil {
+			s.log.Info("controlled shutdown")
+			s.lifecycle.BeginShutdown()
+			deadline = time.After(s.config.ShutdownTimeout)
+		}
+	}
+	brokerDone, timedOut := false, false
 	for {
 		select {
 		case <-ticker.C:
 			s.tick()
 		case e := <-s.inbox:
+			if e.kind == eventShutdownBroker {
+				shutdown()
+				break
+			}
 			s.handle(e)
 		case <-done:
 			done = nil
-			s.log.Info("controlled shutdown")
-			s.lifecycle.BeginShutdown()
-			deadline = time.After(s.config.ShutdownTimeout)
+			if timedOut {
+				return nil
+			}
+			shutdown()
 		case <-deadline:
+			if done != nil {
+				s.log.Warn("controlled shutdown timed out; the controller goes on until the node stops")
+				deadline, timedOut = make(chan time.Time), true // fires no more
+				break
+			}
 			s.log.Warn("controlled shutdown timed out; stopping anyway")
 			return nil
 		}
@@ -196,8 +248,15 @@ func (s *Server) loop(ctx context.Context) error {
 			return err
 		}
 		if s.lifecycle.ShutDown() {
-			s.log.Info("controlled shutdown complete")
-			return nil
+			if done == nil {
+				s.log.Info("controlled shutdown complete")
+				return nil
+			}
+			if !brokerDone {
+				brokerDone = true
+				s.log.Info("controlled shutdown complete; the controller goes on until the node stops")
+				close(s.brokerDone)
+			}
 		}
 		if done == nil && s.lifecycle.TicksSinceAnswer() > s.config.ticks(s.config.SessionTimeout) {
 			// With no controller to move its leaderships, waiting longer
@@ -237,7 +296,7 @@ func (s *Server) handle(e event) {
 	case eventFrame:
 		s.handleFrame(e)
 	case eventKafkaRequest:
-		s.kafka.handler.Handle(e.payload, e.answer)
+		s.kafka.handler.HandleSpliced(e.payload, e.answer)
 	case eventFetcherUp:
 		e.fetcher.connected(e.client)
 	case eventFetcherDown:

@@ -74,13 +74,69 @@ func (h *Handler) handleFetch(x *exchange) error {
 		return nil
 	}
 	fetch := h.fetchRequest(request, partitions)
+	if files, ok := h.backend.(FileFetcher); ok {
+		files.FetchFiles(fetch, func(answers []replica.FetchResponse, ranges [][]FileRange) {
+			checkFetchAnswers(len(answers), len(fetch.Partitions))
+			respondFetchSpliced(x, request, response, answers, ranges)
+		})
+		return nil
+	}
 	h.backend.Fetch(fetch, func(answers []replica.FetchResponse) {
-		if len(answers) != len(fetch.Partitions) {
-			panic(fmt.Sprintf("wire: a Backend answered %d partitions of a fetch of %d", len(answers), len(fetch.Partitions)))
-		}
+		checkFetchAnswers(len(answers), len(fetch.Partitions))
 		x.respondSized(response, fillFetchResponse(request, response, answers))
 	})
 	return nil
+}
+
+func checkFetchAnswers(answers, partitions int) {
+	if answers != partitions {
+		panic(fmt.Sprintf("wire: a Backend answered %d partitions of a fetch of %d", answers, partitions))
+	}
+}
+
+// respondFetchSpliced answers a fetch whose record sets are written from
+// where they are: every partition's records, in memory or in files, become
+// a splice (see markers). Should the markers not come out where they must,
+// the file ranges are read and the response encoded whole.
+func respondFetchSpliced(x *exchange, request *kmsg.FetchRequest, response *kmsg.FetchResponse, answers []replica.FetchResponse, ranges [][]FileRange) {
+	fillFetchResponse(request, response, answers)
+	m := newMarkers()
+	var sets []Splice
+	var entries []*kmsg.FetchResponseTopicPartition
+	next := 0
+	for t := range response.Topics {
+		for p := range response.Topics[t].Partitions {
+			entry := &response.Topics[t].Partitions[p]
+			set := Splice{Bytes: entry.RecordBatches}
+			if next < len(ranges) && entry.ErrorCode == 0 && entry.DivergingEpoch.Epoch < 0 {
+				set.Ranges = ranges[next]
+			}
+			next++
+			if set.size() == 0 {
+				continue
+			}
+			entry.RecordBatches = m.marker(len(sets))
+			sets = append(sets, set)
+			entries = append(entries, entry)
+		}
+	}
+	if len(sets) == 0 {
+		x.respond(response)
+		return
+	}
+	if spliced, ok := m.splice(encodeResponse(x.header.CorrelationID, response), sets, response.IsFlexible()); ok {
+		x.respondWith(spliced)
+		return
+	}
+	for i, entry := range entries {
+		flat, err := Response{Bytes: []byte{}, Splices: []Splice{{Bytes: sets[i].Bytes, Ranges: sets[i].Ranges}}}.Flatten()
+		if err != nil {
+			x.fail(err)
+			return
+		}
+		entry.RecordBatches = flat
+	}
+	x.respond(response)
 }
 
 // fetchSessionError is the top-level error of a fetch that asks for a
@@ -109,7 +165,7 @@ func (h *Handler) fetchRequest(request *kmsg.FetchRequest, partitions int) Fetch
 	}
 	fetch := FetchRequest{
 		ReplicaID: replicaID, ReplicaEpoch: replicaEpoch,
-		MaxWaitTicks: h.config.ticks(request.MaxWaitMillis), MinBytes: request.MinBytes, MaxBytes: request.MaxBytes,
+		MaxWaitTicks: h.config.ticks(request.MaxWaitMillis), MinBytes: request.MinBytes, MaxBytes: max(0, min(request.MaxBytes, h.config.MaxFetchBytes)),
 		IsolationLevel: IsolationLevel(request.IsolationLevel),
 		Partitions:     make([]FetchPartition, 0, partitions),
 	}
@@ -124,7 +180,7 @@ func (h *Handler) fetchRequest(request *kmsg.FetchRequest, partitions int) Fetch
 					CurrentLeaderEpoch: record.LeaderEpoch(partition.CurrentLeaderEpoch),
 					FetchOffset:        record.Offset(partition.FetchOffset),
 					LastFetchedEpoch:   record.LeaderEpoch(partition.LastFetchedEpoch),
-					MaxBytes:           int64(partition.PartitionMaxBytes),
+					MaxBytes:           int64(max(0, min(partition.PartitionMaxBytes, h.config.MaxFetchBytes))),
 				},
 			})
 		}

@@ -22,6 +22,9 @@ import (
 //     tide elects uncleanly only through a topic's
 //     unclean.leader.election.enable, never on an admin's demand.
 //   - Null topics (v0 allows it too) mean every partition of every topic.
+//     An empty list (sarama sends one for a nil map) names none, and is
+//     answered at once with no results, as Kafka does: it never reaches
+//     the Backend, to whose controller no partitions means all of them.
 //   - v0 has no top-level error code: a top-level code from the controller
 //     is given to every partition instead. v2 is flexible.
 
@@ -47,6 +50,10 @@ func (h *Handler) handleElectLeaders(x *exchange) error {
 			refusal.Results = append(refusal.Results, controller.ElectionResult{TopicPartition: tp, ErrorCode: kerr.InvalidRequest.Code})
 		}
 		fillElectLeaders(response, refusal, "tide offers only PREFERRED leader elections")
+		x.respond(response)
+		return nil
+	}
+	if len(partitions) == 0 {
 		x.respond(response)
 		return nil
 	}

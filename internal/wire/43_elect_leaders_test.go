@@ -3,6 +3,7 @@ package wire
 import (
 	"testing"
 
+	"github.com/tidelog/tide/internal/controller"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -57,4 +58,46 @@ func TestElectLeadersAllAndUnclean(t *testing.T) {
 	if response.ErrorCode != kerr.InvalidRequest.Code || response.Topics[0].Partitions[0].ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("unclean election answered %+v", response)
 	}
+}
+
+// An ElectLeaders naming no partitions (an empty topic list, as sarama
+// sends for a nil map, or topics with no partitions) elects nothing and is
+// answered with no results. It must not reach the Backend: tide's
+// controller takes no partitions to mean all of them, and the answer for
+// every partition to a request for none crashed the broker on wire's check
+// that a Backend answers what was asked.
+func TestElectLeadersNoPartitions(t *testing.T) {
+	for _, version := range testVersions(t, 43) {
+		for _, topics := range [][]kmsg.ElectLeadersRequestTopic{{}, {{Topic: "a", Partitions: []int32{}}}} {
+			backend := &electAllWhenEmpty{fakeBackend: newFakeBackend()}
+			backend.addTopic("a", 2, 0)
+			h := newTestHandler(t, backend)
+			request := kmsg.NewPtrElectLeadersRequest()
+			request.Version, request.Topics = version, topics
+			response := roundTrip(t, h, request).(*kmsg.ElectLeadersResponse)
+			if response.ErrorCode != 0 || len(response.Topics) != 0 || backend.calls != 0 {
+				t.Fatalf("v%d %v: %+v after %d Backend calls", version, topics, response, backend.calls)
+			}
+		}
+	}
+}
+
+// electAllWhenEmpty answers an ElectLeaders of no partitions for every
+// partition, as tide's controller does (quorum.ElectPreferredRequest).
+type electAllWhenEmpty struct {
+	*fakeBackend
+	calls int
+}
+
+func (e *electAllWhenEmpty) ElectLeaders(partitions []metadata.TopicPartition, timeoutTicks int64, done func(controller.ElectLeadersResponse)) {
+	e.calls++
+	if len(partitions) == 0 {
+		for _, name := range e.TopicNames() {
+			topic, _ := e.Topic(name)
+			for _, state := range topic.Partitions {
+				partitions = append(partitions, state.TopicPartition)
+			}
+		}
+	}
+	e.fakeBackend.ElectLeaders(partitions, timeoutTicks, done)
 }

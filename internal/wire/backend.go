@@ -64,6 +64,7 @@ type Backend interface {
 	DeleteTopics(names []string, timeoutTicks int64, done func([]int16))
 	// ElectLeaders runs a PREFERRED election for each partition (the only
 	// kind tide offers), answering as controller.ElectPreferred does.
+	// partitions is never empty.
 	ElectLeaders(partitions []metadata.TopicPartition, timeoutTicks int64, done func(controller.ElectLeadersResponse))
 }
 

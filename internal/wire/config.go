@@ -17,6 +17,9 @@ const (
 	// MaxPartitionsPerRequest, so an ElectLeaders the wire accepts is one
 	// the controller accepts too.
 	DefaultMaxPartitionsPerRequest = 10_000
+	// DefaultMaxFetchBytes is Kafka's fetch.max.bytes default (55 MiB): a
+	// fetch's MaxBytes, and each partition's, are cut to it.
+	DefaultMaxFetchBytes = 55 << 20
 	// DefaultTick is the servers' default tick.
 	DefaultTick = 10 * time.Millisecond
 )
@@ -35,6 +38,11 @@ type Config struct {
 	// array by the bytes left in the request; these bound the work.
 	MaxTopicsPerRequest     int
 	MaxPartitionsPerRequest int
+	// MaxFetchBytes bounds the records one fetch response carries (Kafka's
+	// fetch.max.bytes): a client asking for more gets at most this, still
+	// with the first batch whole (KIP-74), so a response is written within
+	// the connection's write timeout and holds bounded memory.
+	MaxFetchBytes int32
 	// Tick is the length of one tick of the Backend's clock: Kafka's
 	// millisecond timeouts (produce timeout, fetch max wait, create topics
 	// timeout) are handed to the Backend in ticks, rounded up.
@@ -47,6 +55,7 @@ func DefaultConfig() Config {
 		MaxRequestBytes:         DefaultMaxRequestBytes,
 		MaxTopicsPerRequest:     DefaultMaxTopicsPerRequest,
 		MaxPartitionsPerRequest: DefaultMaxPartitionsPerRequest,
+		MaxFetchBytes:           DefaultMaxFetchBytes,
 		Tick:                    DefaultTick,
 	}
 }
@@ -61,6 +70,8 @@ func (c Config) Validate() error {
 	case c.MaxPartitionsPerRequest < c.MaxTopicsPerRequest:
 		return fmt.Errorf("wire: max partitions per request %d must be at least the max topics per request %d",
 			c.MaxPartitionsPerRequest, c.MaxTopicsPerRequest)
+	case c.MaxFetchBytes < 1:
+		return fmt.Errorf("wire: max fetch bytes %d must be positive", c.MaxFetchBytes)
 	case c.Tick <= 0:
 		return fmt.Errorf("wire: tick %s must be positive", c.Tick)
 	}

@@ -87,9 +87,28 @@ func New(config Config, backend Backend) (*Handler, error) {
 // written in request order; a caller that handles the next request of a
 // connection before the previous one is answered must queue them.
 func (h *Handler) Handle(request []byte, done func(response []byte, err error)) {
+	h.HandleSpliced(request, func(response Response, err error) {
+		if err != nil || response.Bytes == nil {
+			done(nil, err)
+			return
+		}
+		flat, err := response.Flatten()
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		done(flat, nil)
+	})
+}
+
+// HandleSpliced is Handle for a caller that writes record sets from where
+// they are (sendfile): the response comes as a Response, whose splices are
+// written in their places. Its Bytes is nil when there is no response.
+// Only a FileFetcher's fetch responses have file ranges.
+func (h *Handler) HandleSpliced(request []byte, done func(Response, error)) {
 	x, header, err := h.decode(request, done)
 	if err != nil {
-		done(nil, &RequestError{Header: header, Err: err})
+		done(Response{}, &RequestError{Header: header, Err: err})
 		return
 	}
 	if x == nil {
@@ -103,7 +122,7 @@ func (h *Handler) Handle(request []byte, done func(response []byte, err error)) 
 // decode parses the header and body and checks them against the served
 // ranges; it answers an ApiVersions request above the range itself and
 // then returns a nil exchange. It returns the header as far as it read it.
-func (h *Handler) decode(request []byte, done func([]byte, error)) (*exchange, RequestHeader, error) {
+func (h *Handler) decode(request []byte, done func(Response, error)) (*exchange, RequestHeader, error) {
 	reader := kbin.Reader{Src: request}
 	header := RequestHeader{APIKey: reader.Int16(), APIVersion: reader.Int16(), CorrelationID: reader.Int32()}
 	if len(request) > h.config.MaxRequestBytes {
@@ -126,7 +145,7 @@ func (h *Handler) decode(request []byte, done func([]byte, error)) (*exchange, R
 		if header.APIKey == apiVersionsKey {
 			// Clients negotiate by sending their newest ApiVersions:
 			// answer in v0, which every client reads, with our ranges.
-			done(encodeResponse(header.CorrelationID, unsupportedAPIVersions()), nil)
+			done(Response{Bytes: encodeResponse(header.CorrelationID, unsupportedAPIVersions())}, nil)
 			return nil, header, nil
 		}
 		return nil, header, fmt.Errorf("%w: %s v%d, served v%d-v%d", ErrUnsupportedVersion,
@@ -170,7 +189,7 @@ func encodeResponseSized(correlationID int32, response kmsg.Response, sizeHint i
 type exchange struct {
 	header   RequestHeader
 	request  kmsg.Request
-	done     func([]byte, error)
+	done     func(Response, error)
 	answered bool
 }
 
@@ -181,16 +200,22 @@ func (x *exchange) respond(response kmsg.Response) { x.respondSized(response, 0)
 func (x *exchange) respondSized(response kmsg.Response, sizeHint int) {
 	x.finish()
 	if response == nil {
-		x.done(nil, nil)
+		x.done(Response{}, nil)
 		return
 	}
-	x.done(encodeResponseSized(x.header.CorrelationID, response, sizeHint), nil)
+	x.done(Response{Bytes: encodeResponseSized(x.header.CorrelationID, response, sizeHint)}, nil)
+}
+
+// respondWith hands out a response already encoded, splices and all.
+func (x *exchange) respondWith(response Response) {
+	x.finish()
+	x.done(response, nil)
 }
 
 // fail hands out an error that closes the connection.
 func (x *exchange) fail(err error) {
 	x.finish()
-	x.done(nil, &RequestError{Header: x.header, Err: err})
+	x.done(Response{}, &RequestError{Header: x.header, Err: err})
 }
 
 func (x *exchange) finish() {

@@ -45,3 +45,17 @@ func TestFetchReplicaStateAtV12(t *testing.T) {
 		}
 	}
 }
+
+// A fetch asking for more than MaxFetchBytes (Kafka's fetch.max.bytes), in
+// all or for one partition, is cut to it; a negative size reads as none.
+func TestFetchBytesCapped(t *testing.T) {
+	h := newTestHandler(t, newFakeBackend())
+	request := testFetchRequest(12, 0, 5)
+	request.MaxBytes = 1<<31 - 1
+	request.Topics[0].Partitions[0].PartitionMaxBytes = 1<<31 - 1
+	request.Topics[0].Partitions[1].PartitionMaxBytes = -5
+	fetch := h.fetchRequest(request, 3)
+	if fetch.MaxBytes != DefaultMaxFetchBytes || fetch.Partitions[0].MaxBytes != DefaultMaxFetchBytes || fetch.Partitions[1].MaxBytes != 0 {
+		t.Fatalf("max bytes %d, partitions %d and %d", fetch.MaxBytes, fetch.Partitions[0].MaxBytes, fetch.Partitions[1].MaxBytes)
+	}
+}

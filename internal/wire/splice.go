@@ -1,0 +1,150 @@
+package wire
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+
+	"github.com/tidelog/tide/internal/replica"
+)
+
+// FileRange is a run of whole record batches in a file: records a Backend
+// leaves where they are, for the connection to send with sendfile rather
+// than copy through user space.
+type FileRange struct {
+	File     *os.File
+	Position int64
+	Size     int64
+}
+
+// FileFetcher is a Backend that can answer fetches with records left in
+// files. A Handler whose Backend implements it calls FetchFiles instead of
+// Fetch; files[i], when not empty, holds partition i's records, whose
+// Records field is then empty. The files must keep those bytes unchanged
+// until the response is written (records below the high watermark never
+// change); a range the file no longer holds fails the write, and the
+// connection is closed.
+type FileFetcher interface {
+	FetchFiles(request FetchRequest, done func(answers []replica.FetchResponse, files [][]FileRange))
+}
+
+// Response is an encoded response (header and body, without the size
+// prefix) whose record sets are spliced in when it is written: Bytes holds
+// everything else, and each Splice goes at its offset in Bytes, in order.
+// Most responses have no splices.
+type Response struct {
+	Bytes   []byte
+	Splices []Splice
+}
+
+// Splice is one partition's record set: bytes kept out of the encoded
+// response so they are written from where they are, or file ranges.
+type Splice struct {
+	At     int
+	Bytes  []byte
+	Ranges []FileRange
+}
+
+// Size is the whole response's size.
+func (r Response) Size() int64 {
+	size := int64(len(r.Bytes))
+	for _, splice := range r.Splices {
+		size += splice.size()
+	}
+	return size
+}
+
+func (s Splice) size() int64 {
+	size := int64(len(s.Bytes))
+	for _, file := range s.Ranges {
+		size += file.Size
+	}
+	return size
+}
+
+// Flatten is the response as one buffer, reading the file ranges: for
+// callers without sendfile, and tests.
+func (r Response) Flatten() ([]byte, error) {
+	if len(r.Splices) == 0 {
+		return r.Bytes, nil
+	}
+	out := make([]byte, 0, r.Size())
+	next := 0
+	for _, splice := range r.Splices {
+		out = append(out, r.Bytes[next:splice.At]...)
+		next = splice.At
+		out = append(out, splice.Bytes...)
+		for _, file := range splice.Ranges {
+			start := len(out)
+			out = append(out, make([]byte, file.Size)...)
+			if n, err := file.File.ReadAt(out[start:], file.Position); int64(n) < file.Size {
+				if err == nil || err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				return nil, fmt.Errorf("wire: read %s at %d: %w", file.File.Name(), file.Position, err)
+			}
+		}
+	}
+	return append(out, r.Bytes[next:]...), nil
+}
+
+// Record sets are spliced into kmsg's encoding through markers: each spliced
+// partition's RecordBatches is encoded as a 16-byte marker, 12 random bytes
+// shared by the response and the splice's index, and the marker and its
+// length prefix are then cut out and the real length put in their place. No
+// record bytes are in the encoded part (every record set of a spliced
+// response is a splice), only topic names, which cannot hold the marker's
+// bytes, and numbers, which match 12 random bytes by chance only; and every
+// marker must be found, in order, or the response is encoded again without
+// splices.
+const markerBytes = 16
+
+type markers struct {
+	prefix [12]byte
+}
+
+func newMarkers() markers {
+	var m markers
+	rand.Read(m.prefix[:])
+	return m
+}
+
+func (m markers) marker(index int) []byte {
+	return binary.BigEndian.AppendUint32(append([]byte(nil), m.prefix[:]...), uint32(index))
+}
+
+// splice cuts the markers out of an encoded response and returns it with
+// the splices in their place, or false when the markers are not where they
+// must be. Each marker follows its length prefix, an int32 or, at flexible
+// versions, a uvarint of length+1 (one byte for 16).
+func (m markers) splice(encoded []byte, sets []Splice, flexible bool) (Response, bool) {
+	prefixBytes := 4
+	if flexible {
+		prefixBytes = 1
+	}
+	response := Response{Bytes: make([]byte, 0, len(encoded))}
+	next := 0
+	for i := range sets {
+		at := bytes.Index(encoded[next:], m.marker(i))
+		if at < prefixBytes {
+			return Response{}, false
+		}
+		at += next
+		response.Bytes = append(response.Bytes, encoded[next:at-prefixBytes]...)
+		size := sets[i].size()
+		if flexible {
+			response.Bytes = kbin.AppendUvarint(response.Bytes, uint32(size+1))
+		} else {
+			response.Bytes = kbin.AppendInt32(response.Bytes, int32(size))
+		}
+		response.Splices = append(response.Splices, Splice{At: len(response.Bytes), Bytes: sets[i].Bytes, Ranges: sets[i].Ranges})
+		next = at + markerBytes
+	}
+	response.Bytes = append(response.Bytes, encoded[next:]...)
+	return response, true
+}
