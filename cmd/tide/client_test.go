@@ -135,7 +135,7 @@ func TestTopicProduceConsume(t *testing.T) {
 		fmt.Fprintf(&input, "key-%d:value %d\n", i, i)
 	}
 	mustRun(t, input.String(), "", "produce", "orders", "--key-separator", ":", bootstrap)
-	described := mustRun(t, "", "partition 1: leader 1, leader epoch 0, replicas [1], isr [1], offline []", "topic", "describe", "orders", bootstrap)
+	described := mustRun(t, "", "partition 1: leader 1, leader epoch 0, partition epoch 0, replicas [1], isr [1], offline []", "topic", "describe", "orders", bootstrap)
 	if !strings.Contains(described, "topic orders: partitions 2") || strings.Count(described, "earliest 0 latest ") != 2 {
 		t.Fatalf("describe:\n%s", described)
 	}

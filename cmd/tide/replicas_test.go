@@ -113,10 +113,23 @@ func TestDescribeShowsFollowers(t *testing.T) {
 			}
 		}
 	}
-	// acks=1: acks=all would wait for followers that do not fetch yet.
-	mustRun(t, "a\nb\nc\nd\n", "", "produce", "spread", "--acks", "1", bootstrap)
-	described := mustRun(t, "", "topic spread: partitions 3", "topic", "describe", "spread", bootstrap)
-	line := regexp.MustCompile(`(?m)^    replica (\d+) \((leader|follower)\): log start offset 0, high watermark (\d+), log end offset (\d+), lag (\d+)$`)
+	mustRun(t, "a\nb\nc\nd\n", "", "produce", "spread", bootstrap) // acks=all
+	// Followers replicate over TCP: each catches up, and learns the high
+	// watermark with its next fetch.
+	var described string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		described = mustRun(t, "", "topic spread: partitions 3", "topic", "describe", "spread", bootstrap)
+		if allCaughtUp(described, 9) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replicas did not all catch up in 10 s (lag 0, high watermark at the log end):\n%s", described)
+		}
+	}
+	if strings.Count(described, "partition epoch 0, ") != 3 {
+		t.Fatalf("describe does not show the partition epochs:\n%s", described)
+	}
+	line := replicaLine
 	partitions := strings.Split(described, "\n  partition ")[1:]
 	if len(partitions) != 3 {
 		t.Fatalf("describe shows %d partitions, want 3:\n%s", len(partitions), described)
@@ -145,6 +158,22 @@ func TestDescribeShowsFollowers(t *testing.T) {
 	if total != 4 {
 		t.Fatalf("leaders' log end offsets add up to %d, want the 4 records produced:\n%s", total, described)
 	}
+}
+
+// replicaLine is describe's line for one replica: broker, role, high
+// watermark, log end offset, lag.
+var replicaLine = regexp.MustCompile(`(?m)^    replica (\d+) \((leader|follower)\): log start offset 0, high watermark (\d+), log end offset (\d+), lag (\d+)$`)
+
+// allCaughtUp reports whether describe shows count replicas, each with no
+// lag and its high watermark at its log end.
+func allCaughtUp(described string, count int) bool {
+	replicas := replicaLine.FindAllStringSubmatch(described, -1)
+	for _, replica := range replicas {
+		if replica[5] != "0" || replica[3] != replica[4] {
+			return false
+		}
+	}
+	return len(replicas) == count
 }
 
 func number(t *testing.T, text string) int64 {

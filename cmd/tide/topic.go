@@ -8,8 +8,11 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tidelog/tide/internal/wire"
 )
 
 func newTopicCommand() *cobra.Command {
@@ -121,7 +124,7 @@ func newTopicListCommand(options *clientOptions) *cobra.Command {
 func newTopicDescribeCommand(options *clientOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "describe NAME",
-		Short: "Show a topic's partitions (leader, leader epoch, replicas, ISR, offline replicas, offsets) and each replica's offsets and lag",
+		Short: "Show a topic's partitions (leader, leader and partition epochs, replicas, ISR, offline replicas, offsets) and each replica's offsets and lag",
 		Long: `Shows each partition as Metadata and the leader's ListOffsets give it, then a
 line per replica with that replica's own log start offset, high watermark and
 log end offset, and its lag (the leader's log end offset less its own). Every
@@ -130,7 +133,15 @@ as Kafka's debugging replica id -2, which followers answer too; a broker that
 does not answer within --timeout is shown as unreachable.`,
 		Args: exactArgs(1, "one topic name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			client, metadata, err := options.connect(cmd.Context(), args)
+			// The Metadata asks for tide's partition epochs too (a tagged
+			// field only tide answers; see wire.PartitionEpochTag).
+			request := kmsg.NewPtrMetadataRequest()
+			request.AllowAutoTopicCreation = false
+			entry := kmsg.NewMetadataRequestTopic()
+			entry.Topic = kmsg.StringPtr(args[0])
+			request.Topics = append(request.Topics, entry)
+			request.UnknownTags.Set(wire.PartitionEpochTag, nil)
+			client, metadata, err := options.connectWith(cmd.Context(), request, nil)
 			if err != nil {
 				return err
 			}
@@ -173,10 +184,25 @@ func printTopic(out io.Writer, name string, topic kmsg.MetadataResponseTopic, of
 		if err := kafkaError(p.ErrorCode, nil); err != nil {
 			status += ", error " + err.Error()
 		}
-		fmt.Fprintf(out, "  partition %d: leader %d, leader epoch %d, replicas %s, isr %s, offline %s, %s\n",
-			p.Partition, p.Leader, p.LeaderEpoch, brokerList(p.Replicas), brokerList(p.ISR), brokerList(p.OfflineReplicas), status)
+		fmt.Fprintf(out, "  partition %d: leader %d, leader epoch %d, partition epoch %s, replicas %s, isr %s, offline %s, %s\n",
+			p.Partition, p.Leader, p.LeaderEpoch, partitionEpoch(p), brokerList(p.Replicas), brokerList(p.ISR), brokerList(p.OfflineReplicas), status)
 		printReplicas(out, p, replicas)
 	}
+}
+
+// partitionEpoch is the partition epoch a tide broker answered in
+// wire.PartitionEpochTag, or "unknown" from a broker that does not.
+func partitionEpoch(p kmsg.MetadataResponseTopicPartition) string {
+	epoch := "unknown"
+	p.UnknownTags.Each(func(key uint32, value []byte) {
+		reader := kbin.Reader{Src: value}
+		if key == wire.PartitionEpochTag {
+			if n := reader.Varint(); reader.Ok() {
+				epoch = strconv.Itoa(int(n))
+			}
+		}
+	})
+	return epoch
 }
 
 func brokerList(ids []int32) string {

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -30,8 +31,26 @@ import (
 //   - A partition without a leader is LEADER_NOT_AVAILABLE, leader -1, as
 //     in Kafka, so clients refresh and retry.
 //   - v13 (top-level ErrorCode) is not served yet.
+//   - PartitionEpochTag (v9+, flexible): a request carrying this tagged
+//     field gets each partition's partition epoch (KIP-841's, which Kafka
+//     keeps to its controller and brokers) in the same tag of the
+//     partition, a varint. It is tide's own extension, asked for only by
+//     `tide topic describe`: a client that does not send the tag never
+//     sees it.
 
 func init() { register(3, 0, 12, (*Handler).handleMetadata) }
+
+// PartitionEpochTag is the tagged field, in a Metadata request and in its
+// response's partitions, of tide's partition-epoch extension: far above
+// any tag Kafka's schemas use.
+const PartitionEpochTag = 0x7469_6465 // "tide"
+
+// hasTag reports whether tags hold key.
+func hasTag(tags *kmsg.Tags, key uint32) bool {
+	found := false
+	tags.Each(func(k uint32, _ []byte) { found = found || k == key })
+	return found
+}
 
 func (h *Handler) handleMetadata(x *exchange) error {
 	request := x.request.(*kmsg.MetadataRequest)
@@ -47,10 +66,11 @@ func (h *Handler) handleMetadata(x *exchange) error {
 		live[broker.ID] = true
 		response.Brokers = append(response.Brokers, metadataBroker(broker))
 	}
+	epochs := request.IsFlexible() && hasTag(&request.UnknownTags, PartitionEpochTag)
 	all := request.Topics == nil || request.Version == 0 && len(request.Topics) == 0
 	if all {
 		for _, name := range h.backend.TopicNames() {
-			response.Topics = append(response.Topics, h.metadataTopic(name, live))
+			response.Topics = append(response.Topics, h.metadataTopic(name, live, epochs))
 		}
 		x.respond(response)
 		return nil
@@ -65,7 +85,7 @@ func (h *Handler) handleMetadata(x *exchange) error {
 		}
 		if !seen[*asked.Topic] {
 			seen[*asked.Topic] = true
-			response.Topics = append(response.Topics, h.metadataTopic(*asked.Topic, live))
+			response.Topics = append(response.Topics, h.metadataTopic(*asked.Topic, live, epochs))
 		}
 	}
 	x.respond(response)
@@ -82,7 +102,7 @@ func metadataBroker(broker Broker) kmsg.MetadataResponseBroker {
 }
 
 // metadataTopic describes one topic; live holds the brokers listed.
-func (h *Handler) metadataTopic(name string, live map[metadata.BrokerID]bool) kmsg.MetadataResponseTopic {
+func (h *Handler) metadataTopic(name string, live map[metadata.BrokerID]bool, epochs bool) kmsg.MetadataResponseTopic {
 	entry := kmsg.NewMetadataResponseTopic()
 	entry.Topic = &name
 	topic, ok := h.backend.Topic(name)
@@ -101,6 +121,9 @@ func (h *Handler) metadataTopic(name string, live map[metadata.BrokerID]bool) km
 			func(id metadata.BrokerID) bool { return live[id] }))
 		if state.Leader == metadata.NoBroker {
 			partition.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		if epochs {
+			partition.UnknownTags.Set(PartitionEpochTag, kbin.AppendVarint(nil, int32(state.PartitionEpoch)))
 		}
 		entry.Partitions = append(entry.Partitions, partition)
 	}
