@@ -175,6 +175,8 @@ func (c Config) Validate() error {
 		return errors.New("a node that is not a controller still needs --listen for now")
 	case c.KafkaListen == "":
 		return errors.New("no Kafka listener: give --kafka-listen host:port, or this node's entry in --kafka-listeners")
+	case unroutable(c.KafkaListen) && unroutable(c.KafkaListeners[c.ID]):
+		return fmt.Errorf("--kafka-listen %s binds every interface, which no client can dial: say where clients reach this broker with --kafka-listeners %d@host:port (Kafka's advertised.listeners)", c.KafkaListen, c.ID)
 	case c.KafkaMaxInFlight < 1 || c.KafkaMaxConnections < 1 || c.KafkaIdleTimeout < time.Second:
 		return errors.New("kafka connections need at least one request in flight, one connection and an idle timeout of a second")
 	case c.DefaultPartitions < 1 || c.DefaultPartitions > maxDefaultPartitions:
@@ -189,6 +191,17 @@ func (c Config) Validate() error {
 		return errors.New("frames of at least 1 MiB and queues of at least 16")
 	}
 	return nil
+}
+
+// unroutable reports an address a broker could not advertise: none, a
+// wildcard host (0.0.0.0, ::) or no host at all (":9092").
+func unroutable(address string) bool {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return host == "" || ip != nil && ip.IsUnspecified()
 }
 
 // voters returns the voter ids in order.

@@ -40,12 +40,29 @@ func TestConfigValidate(t *testing.T) {
 		"partitions over": func(c *Config) { c.DefaultPartitions = maxDefaultPartitions + 1 },
 		"no replicas":     func(c *Config) { c.DefaultReplicationFactor = -1 },
 		"replicas over":   func(c *Config) { c.DefaultReplicationFactor = 1 << 15 },
+		"wildcard listen": func(c *Config) { c.KafkaListen = "0.0.0.0:9092" },
+		"any host listen": func(c *Config) { c.KafkaListen = ":9092" },
+		"v6 wildcard":     func(c *Config) { c.KafkaListen = "[::]:9092" },
 	} {
 		config := good
 		change(&config)
 		if err := config.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// A wildcard Kafka listener is fine once this node's --kafka-listeners
+// entry says where clients reach it (Kafka's advertised.listeners).
+func TestConfigWildcardListenerNeedsAnAdvertisedAddress(t *testing.T) {
+	config := Config{ID: 1, Controllers: map[metadata.BrokerID]string{1: "127.0.0.1:1"}, DataDir: "/tmp/x", KafkaListen: "0.0.0.0:9092",
+		KafkaListeners: map[metadata.BrokerID]string{1: "broker-1.example:9092"}}
+	if err := config.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	config.KafkaListeners = nil
+	if err := config.Validate(); err == nil || !strings.Contains(err.Error(), "--kafka-listeners 1@host:port") {
+		t.Fatalf("a wildcard listener without an advertised address: %v", err)
 	}
 }
 
