@@ -25,6 +25,8 @@ import (
 //     An empty list (sarama sends one for a nil map) names none, and is
 //     answered at once with no results, as Kafka does: it never reaches
 //     the Backend, to whose controller no partitions means all of them.
+//   - A partition named twice is elected and answered once, as Kafka's
+//     controller reads the request into a set.
 //   - v0 has no top-level error code: a top-level code from the controller
 //     is given to every partition instead. v2 is flexible.
 
@@ -72,8 +74,8 @@ func (h *Handler) handleElectLeaders(x *exchange) error {
 	return nil
 }
 
-// electionPartitions lists the partitions a request names, or every
-// partition when it names no topics (null).
+// electionPartitions lists the partitions a request names, each once, or
+// every partition when it names no topics (null).
 func (h *Handler) electionPartitions(request *kmsg.ElectLeadersRequest) []metadata.TopicPartition {
 	var partitions []metadata.TopicPartition
 	if request.Topics == nil {
@@ -85,9 +87,14 @@ func (h *Handler) electionPartitions(request *kmsg.ElectLeadersRequest) []metada
 		}
 		return partitions
 	}
+	seen := map[metadata.TopicPartition]bool{}
 	for _, topic := range request.Topics {
 		for _, partition := range topic.Partitions {
-			partitions = append(partitions, metadata.TopicPartition{Topic: topic.Topic, Partition: partition})
+			tp := metadata.TopicPartition{Topic: topic.Topic, Partition: partition}
+			if !seen[tp] {
+				seen[tp] = true
+				partitions = append(partitions, tp)
+			}
 		}
 	}
 	return partitions

@@ -101,3 +101,21 @@ func (e *electAllWhenEmpty) ElectLeaders(partitions []metadata.TopicPartition, t
 	}
 	e.fakeBackend.ElectLeaders(partitions, timeoutTicks, done)
 }
+
+// A partition named twice, in one topic entry or in two, is elected and
+// answered once.
+func TestElectLeadersDeduplicates(t *testing.T) {
+	backend := newFakeBackend()
+	backend.addTopic("orders", 1, 3, 1, 2)
+	backend.topics["orders"].partitions[0].state.Leader = 2
+	h := newTestHandler(t, backend)
+	request := kmsg.NewPtrElectLeadersRequest()
+	request.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "orders", Partitions: []int32{0, 0}}, {Topic: "orders", Partitions: []int32{0}}}
+	response := roundTrip(t, h, request).(*kmsg.ElectLeadersResponse)
+	if len(response.Topics) != 1 || len(response.Topics[0].Partitions) != 1 || response.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("results %+v, want orders-0 elected once", response.Topics)
+	}
+	if p := backend.topics["orders"].partitions[0].state; p.Leader != 1 || p.LeaderEpoch != 4 {
+		t.Fatalf("orders-0 leader %d epoch %d, want one election", p.Leader, p.LeaderEpoch)
+	}
+}
