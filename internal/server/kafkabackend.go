@@ -42,6 +42,9 @@ type kafkaBackend struct {
 	calls    map[uint64]*controllerCall
 	visible  []*visibleWait
 	nextCall uint64
+	// lastMiss is when a request last named a topic or partition this
+	// broker's metadata does not have (see metadataMiss).
+	lastMiss int64
 }
 
 // pendingClient is one partition request awaiting the node's answer.
@@ -131,9 +134,29 @@ func endpoint(id metadata.BrokerID, address string) wire.Broker {
 // image yet (not registered) there are no topics.
 func (b *kafkaBackend) Topic(name string) (metadata.Topic, bool) {
 	if node := b.node(); node != nil {
-		return node.Image().Topic(name)
+		topic, ok := node.Image().Topic(name)
+		if !ok {
+			b.metadataMiss()
+		}
+		return topic, ok
 	}
 	return metadata.Topic{}, false
+}
+
+// missSpacingTicks is the least time between two early metadata fetches.
+const missSpacingTicks = 5
+
+// metadataMiss is a client naming a topic or partition this broker does
+// not know: most often one just created through another broker, which this
+// one would otherwise learn of only at its next heartbeat. It heartbeats at
+// the next tick instead, so the client's retry finds it; at most once every
+// missSpacingTicks, so that a client asking for a topic that does not exist
+// costs the controller little.
+func (b *kafkaBackend) metadataMiss() {
+	if b.lastMiss == 0 || b.now-b.lastMiss >= missSpacingTicks {
+		b.lastMiss = b.now
+		b.s.lifecycle.FetchMetadataSoon()
+	}
 }
 
 // TopicNames lists the image's topics, sorted.
@@ -262,6 +285,9 @@ func (b *kafkaBackend) deliver(answer broker.ClientAnswer) {
 		return
 	}
 	delete(b.pending, answer.Client)
+	if answer.ErrorCode == kerr.UnknownTopicOrPartition.Code {
+		b.metadataMiss()
+	}
 	waiting.answer(answer)
 }
 
