@@ -49,7 +49,7 @@ func newBenchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure a cluster's throughput and latency",
 	}
-	command.AddCommand(newBenchProduceCommand())
+	command.AddCommand(newBenchProduceCommand(), newBenchConsumeCommand())
 	return command
 }
 

@@ -41,6 +41,7 @@ func TestBenchProduce(t *testing.T) {
 		t.Fatalf("latency: %+v", got)
 	}
 	checkBenchValues(t, kafka, "bench", 2200, 1024)
+	checkBenchConsume(t, bootstrap, 2200, 2200*1024)
 
 	// Both phases, keys, acks=leader (not idempotent) and the table.
 	table := mustRun(t, "", "not idempotent", "bench", "produce", "--topic", "keyed", "--partitions", "1", "--acks", "leader",
@@ -195,4 +196,19 @@ func BenchmarkBenchProduceServed(b *testing.B) {
 	if _, err := runThroughput(ctx, client, values, phaseBound{records: int64(b.N)}); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// tide bench consume reads the whole topic back and counts it.
+func checkBenchConsume(t *testing.T, bootstrap string, records, valueBytes int64) {
+	t.Helper()
+	out := mustRun(t, "", "", "bench", "consume", "--json", bootstrap)
+	var report consumeReport
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatalf("bench consume --json: %v\n%s", err, out)
+	}
+	if report.Topic != "bench" || report.Partitions != 3 || report.Records != records || report.ValueBytes != valueBytes ||
+		report.RecordsPerSecond <= 0 || report.MiBPerSecond <= 0 || report.Interrupted {
+		t.Fatalf("bench consume: %+v, want %d records of %d value bytes", report, records, valueBytes)
+	}
+	mustFail(t, 1, "bench consume: topic missing: UNKNOWN_TOPIC_OR_PARTITION", "bench", "consume", "--topic", "missing", bootstrap)
 }

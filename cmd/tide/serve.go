@@ -35,6 +35,7 @@ type serveOptions struct {
 	defaultPartitions        int
 	defaultReplicationFactor int
 	logLevel                 string
+	sendfile                 bool
 }
 
 func newServeCommand() *cobra.Command {
@@ -48,12 +49,13 @@ controller of the metadata quorum when the node is one of the voters
 controller listeners; a single voter is a one-node quorum.
 
   tide serve --id 1 --controllers 1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095 \
-    --kafka-listeners 1@127.0.0.1:9092,2@127.0.0.1:9192,3@127.0.0.1:9292 --data-dir /var/lib/tide/1
+    --kafka-listen 127.0.0.1:9092 --data-dir /var/lib/tide/1
 
-Kafka clients connect to --kafka-listen (required, unless this node's entry
-in --kafka-listeners gives it). Metadata tells clients where the other
-brokers are from --kafka-listeners; a broker not listed there is left out
-of Metadata. A single node needs only --kafka-listen:
+Kafka clients connect to --kafka-listen. Each broker registers the
+address it advertises with the controller, and Metadata lists every
+broker there; followers find their leaders the same way. A broker bound to
+a wildcard address (0.0.0.0:9092) advertises its --kafka-listeners entry
+(id@host:port, Kafka's advertised.listeners). A single node:
 
   tide serve --id 1 --controllers 1@127.0.0.1:9093 --kafka-listen 127.0.0.1:9092 --data-dir /tmp/tide
 
@@ -66,9 +68,8 @@ A flag given on the command line wins.
 
 SIGTERM or SIGINT performs a controlled shutdown: the controller moves
 this broker's leaderships away and fences it, then the process exits.
-Replication between brokers comes next: for now a topic's partitions are
-served only with replication factor 1 (see the README's status table and
-docs/compatibility.md).`,
+Followers replicate from their leaders over the Kafka protocol
+(docs/compatibility.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd, options)
@@ -88,6 +89,7 @@ docs/compatibility.md).`,
 	flags.IntVar(&options.defaultPartitions, "default-partitions", 1, "partitions of a topic created without a count (num.partitions)")
 	flags.IntVar(&options.defaultReplicationFactor, "default-replication-factor", 1, "replicas of a topic created without a factor (default.replication.factor)")
 	flags.StringVar(&options.logLevel, "log-level", "info", "debug, info, warn or error")
+	flags.BoolVar(&options.sendfile, "sendfile", true, "send committed records to fetchers with sendfile (false reads them into memory, to measure the difference)")
 	return command
 }
 
@@ -134,7 +136,8 @@ func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
 	config := server.Config{ID: metadata.BrokerID(o.id), Controllers: controllers, Listen: o.listen, DataDir: o.dataDir,
 		KafkaListen: o.kafkaListen, KafkaListeners: kafkaListeners,
 		SessionTimeout: o.sessionTimeout, BrokerHeartbeat: o.brokerHeartbeat, ElectionTimeout: o.electionTimeout,
-		DefaultPartitions: o.defaultPartitions, DefaultReplicationFactor: o.defaultReplicationFactor, Logger: logger}
+		DefaultPartitions: o.defaultPartitions, DefaultReplicationFactor: o.defaultReplicationFactor, Logger: logger,
+		CopyFetches: !o.sendfile}
 	return config, config.Validate()
 }
 
@@ -195,5 +198,6 @@ func reread(flags *pflag.FlagSet, o serveOptions) serveOptions {
 	o.defaultPartitions, _ = flags.GetInt("default-partitions")
 	o.defaultReplicationFactor, _ = flags.GetInt("default-replication-factor")
 	o.logLevel, _ = flags.GetString("log-level")
+	o.sendfile, _ = flags.GetBool("sendfile")
 	return o
 }

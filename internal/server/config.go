@@ -62,6 +62,10 @@ type Config struct {
 	// take before the node binds them again. The node closes them.
 	ControllerListener net.Listener
 	KafkaListener      net.Listener
+	// CopyFetches reads every fetched record into memory, as for records
+	// above the high watermark, instead of sending committed ones with
+	// sendfile: only to measure what sendfile saves.
+	CopyFetches bool
 	// DefaultPartitions and DefaultReplicationFactor are what a topic
 	// created without them gets (num.partitions and
 	// default.replication.factor; KIP-464 lets CreateTopics send -1 for

@@ -68,7 +68,7 @@ func (s *Server) newNode(epoch metadata.BrokerEpoch) *broker.Node {
 		ReplicaLagTicks: c.ticks(30 * time.Second), FetchRetryTicks: c.ticks(100 * time.Millisecond),
 		FetchTimeoutTicks:  c.ticks(replicaFetchMaxWait + 2*replicaRequestTimeout),
 		ProposalRetryTicks: c.ticks(5 * time.Second), MaxPendingProduces: 10000,
-		ZeroCopyReads: true,
+		ZeroCopyReads: !c.CopyFetches,
 	}, epoch)
 }
 
