@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidelog/tide/internal/broker"
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
 	"github.com/tidelog/tide/internal/wire"
 )
@@ -37,6 +38,10 @@ type kafkaBackend struct {
 	nextClient broker.ClientID
 	// fetches are the fetches waiting for data (Kafka's long poll).
 	fetches []*waitingFetch
+	// followerHW is the high watermark last sent to each follower for each
+	// partition: a parked follower fetch completes once the leader's has
+	// moved past it (see fetchRead).
+	followerHW map[followerPartition]record.Offset
 	// calls are the controller requests in flight, by request id; visible
 	// the successful ones waiting for this broker's image to show them.
 	calls    map[uint64]*controllerCall
@@ -66,7 +71,8 @@ const (
 
 func newKafkaBackend(s *Server, advertised string) *kafkaBackend {
 	return &kafkaBackend{s: s, advertised: advertised, clusterID: clusterID(s.config.Controllers),
-		pending: map[broker.ClientID]pendingClient{}, calls: map[uint64]*controllerCall{}}
+		pending: map[broker.ClientID]pendingClient{}, calls: map[uint64]*controllerCall{},
+		followerHW: map[followerPartition]record.Offset{}}
 }
 
 // clusterID names the cluster after its voter set, the same on every node

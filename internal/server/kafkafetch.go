@@ -134,12 +134,53 @@ func (b *kafkaBackend) fetchRead(fetch *waitingFetch) {
 		total += recordsSize(answer, fetch.files[i])
 		failed = failed || answer.ErrorCode != 0
 	}
-	if failed || total >= int64(fetch.request.MinBytes) || b.now >= fetch.deadline || len(b.fetches) >= maxWaitingFetches {
+	if failed || total >= int64(fetch.request.MinBytes) || b.now >= fetch.deadline || len(b.fetches) >= maxWaitingFetches ||
+		b.followerBehind(fetch) {
 		limitFetchBytes(fetch.answers, fetch.files, fetch.request.MaxBytes)
+		b.noteFollowerHW(fetch)
 		fetch.done(fetch.answers, fetch.files)
 		return
 	}
 	b.fetches = append(b.fetches, fetch)
+}
+
+// followerPartition is one follower's replica of one partition.
+type followerPartition struct {
+	follower  metadata.BrokerID
+	partition metadata.TopicPartition
+}
+
+// followerBehind reports whether a follower's fetch would carry a high
+// watermark past the one this leader last sent it for some partition: the
+// fetch then completes at once, records or not (Kafka's DelayedFetch does
+// the same), so a follower learns the high watermark within a round trip
+// rather than at the end of the long poll. A follower's high watermark is
+// what it serves if it becomes leader, and what tide topic describe shows.
+func (b *kafkaBackend) followerBehind(fetch *waitingFetch) bool {
+	if fetch.request.ReplicaID < 0 {
+		return false
+	}
+	for i, partition := range fetch.request.Partitions {
+		answer := fetch.answers[i]
+		sent, known := b.followerHW[followerPartition{fetch.request.ReplicaID, partition.TopicPartition}]
+		if answer.ErrorCode == 0 && answer.HighWatermark >= 0 && (!known || answer.HighWatermark > sent) {
+			return true
+		}
+	}
+	return false
+}
+
+// noteFollowerHW remembers the high watermarks a follower's fetch answer
+// carries.
+func (b *kafkaBackend) noteFollowerHW(fetch *waitingFetch) {
+	if fetch.request.ReplicaID < 0 {
+		return
+	}
+	for i, partition := range fetch.request.Partitions {
+		if answer := fetch.answers[i]; answer.ErrorCode == 0 && answer.HighWatermark >= 0 {
+			b.followerHW[followerPartition{fetch.request.ReplicaID, partition.TopicPartition}] = answer.HighWatermark
+		}
+	}
 }
 
 // limitFetchBytes drops the records of the partitions that would take the

@@ -3,6 +3,8 @@ package server
 import (
 	"testing"
 
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
 	"github.com/tidelog/tide/internal/wire"
 )
@@ -40,5 +42,32 @@ func TestLimitFetchBytes(t *testing.T) {
 				t.Errorf("sizes %v, max %d: partition %d keeps %d bytes, want %d", test.sizes, test.maxBytes, i, kept, test.want[i])
 			}
 		}
+	}
+}
+
+// A parked follower fetch completes once the leader's high watermark has
+// moved past the one last sent to that follower, and not before; a
+// consumer's never completes for that alone.
+func TestFollowerFetchCompletesOnHighWatermark(t *testing.T) {
+	b := &kafkaBackend{followerHW: map[followerPartition]record.Offset{}}
+	tp := metadata.TopicPartition{Topic: "t", Partition: 0}
+	fetch := func(replicaID metadata.BrokerID, highWatermark record.Offset) *waitingFetch {
+		return &waitingFetch{
+			request: wire.FetchRequest{ReplicaID: replicaID, Partitions: []wire.FetchPartition{{TopicPartition: tp}}},
+			answers: []replica.FetchResponse{{HighWatermark: highWatermark}},
+		}
+	}
+	if !b.followerBehind(fetch(2, 5)) {
+		t.Fatal("a follower never sent a high watermark is not behind")
+	}
+	b.noteFollowerHW(fetch(2, 5))
+	if b.followerBehind(fetch(2, 5)) {
+		t.Fatal("a follower that has the high watermark is behind")
+	}
+	if !b.followerBehind(fetch(2, 6)) || b.followerBehind(fetch(3, -1)) {
+		t.Fatal("a moved high watermark does not complete the fetch, or an unknown one does")
+	}
+	if b.followerBehind(fetch(replica.ConsumerReplicaID, 6)) {
+		t.Fatal("a consumer's fetch completes on the high watermark alone")
 	}
 }
