@@ -43,7 +43,7 @@ func TestDatadriven(t *testing.T) {
 			if err != nil {
 				out += fmt.Sprintf("error: %v\n", err)
 			}
-			for _, op := range h.fs.take() {
+			for _, op := range h.fs.Take() {
 				out += "  fs: " + op + "\n"
 			}
 			return out
@@ -53,7 +53,7 @@ func TestDatadriven(t *testing.T) {
 
 type harness struct {
 	mem *disk.MemFS
-	fs  *loggingFS
+	fs  *disk.LoggingFS
 	cfg Config
 	log *Log
 	now time.Time
@@ -68,7 +68,7 @@ func (h *harness) close() {
 }
 
 func (h *harness) open() error {
-	h.fs = &loggingFS{FS: h.mem}
+	h.fs = &disk.LoggingFS{FS: h.mem}
 	h.cfg.FS, h.cfg.Dir = h.fs, harnessDir
 	h.cfg.Now = func() time.Time { return h.now }
 	l, err := Open(h.cfg)
@@ -78,7 +78,7 @@ func (h *harness) open() error {
 
 func (h *harness) run(t *testing.T, d *datadriven.TestData) (string, error) {
 	if h.fs == nil {
-		h.fs = &loggingFS{FS: h.mem}
+		h.fs = &disk.LoggingFS{FS: h.mem}
 	}
 	switch d.Cmd {
 	case "open":

@@ -2,84 +2,10 @@ package commitlog
 
 import (
 	"fmt"
-	"path"
 	"strings"
-	"sync"
 
-	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/record"
 )
-
-// loggingFS records the durability-relevant operations (syncs, directory
-// syncs, creations, renames, removals, truncations) so that datadriven tests
-// can show each one in their expected output, as pebble's WAL tests do.
-type loggingFS struct {
-	disk.FS
-	mu  sync.Mutex
-	ops []string
-}
-
-func (f *loggingFS) log(format string, args ...any) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.ops = append(f.ops, fmt.Sprintf(format, args...))
-}
-
-// take returns and clears the recorded operations.
-func (f *loggingFS) take() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	ops := f.ops
-	f.ops = nil
-	return ops
-}
-
-func (f *loggingFS) Create(name string) (disk.File, error) {
-	file, err := f.FS.Create(name)
-	if err != nil {
-		return nil, err
-	}
-	f.log("create %s", path.Base(name))
-	return &loggingFile{File: file, fs: f}, nil
-}
-
-func (f *loggingFS) Open(name string) (disk.File, error) {
-	file, err := f.FS.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	return &loggingFile{File: file, fs: f}, nil
-}
-
-func (f *loggingFS) Remove(name string) error {
-	f.log("remove %s", path.Base(name))
-	return f.FS.Remove(name)
-}
-
-func (f *loggingFS) Rename(oldname, newname string) error {
-	f.log("rename %s -> %s", path.Base(oldname), path.Base(newname))
-	return f.FS.Rename(oldname, newname)
-}
-
-func (f *loggingFS) SyncDir(dir string) error {
-	f.log("sync-dir")
-	return f.FS.SyncDir(dir)
-}
-
-type loggingFile struct {
-	disk.File
-	fs *loggingFS
-}
-
-func (f *loggingFile) Sync() error {
-	f.fs.log("sync %s", path.Base(f.Name()))
-	return f.File.Sync()
-}
-
-func (f *loggingFile) Truncate(size int64) error {
-	f.fs.log("truncate %s to %d", path.Base(f.Name()), size)
-	return f.File.Truncate(size)
-}
 
 // testBatches builds count batches of recordsPerBatch records each, with
 // valueBytes-byte values, as a producer would send them (offsets and epoch

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
@@ -39,7 +38,7 @@ func TestDatadriven(t *testing.T) {
 			if err != nil {
 				out += fmt.Sprintf("error: %v\n", err)
 			}
-			for _, op := range h.fs.take() {
+			for _, op := range h.fs.Take() {
 				out += "  fs: " + op + "\n"
 			}
 			return out
@@ -49,7 +48,7 @@ func TestDatadriven(t *testing.T) {
 
 type scriptHarness struct {
 	mem *disk.MemFS
-	fs  *loggingFS
+	fs  *disk.LoggingFS
 	cfg Config
 	s   *Storage
 }
@@ -61,7 +60,7 @@ func (h *scriptHarness) close() {
 }
 
 func (h *scriptHarness) open() (string, error) {
-	h.fs = &loggingFS{FS: h.mem}
+	h.fs = &disk.LoggingFS{FS: h.mem, LogWrites: true}
 	h.cfg.FS = h.fs
 	s, err := Open(h.cfg)
 	if err != nil {
@@ -73,7 +72,7 @@ func (h *scriptHarness) open() (string, error) {
 
 func (h *scriptHarness) run(t *testing.T, d *datadriven.TestData) (string, error) {
 	if h.fs == nil {
-		h.fs = &loggingFS{FS: h.mem}
+		h.fs = &disk.LoggingFS{FS: h.mem, LogWrites: true}
 	}
 	switch d.Cmd {
 	case "open":
@@ -216,79 +215,4 @@ func describeStorage(s *Storage) string {
 		out += fmt.Sprintf("segment %s [%d, %d] bytes=%d\n", path.Base(segment.name), segment.header.base, segment.lastIndex(), segment.size)
 	}
 	return out
-}
-
-// loggingFS records every filesystem operation that changes a file or a
-// directory, in order.
-type loggingFS struct {
-	disk.FS
-	mu  sync.Mutex
-	ops []string
-}
-
-func (f *loggingFS) log(format string, args ...any) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.ops = append(f.ops, fmt.Sprintf(format, args...))
-}
-
-// take returns and clears the recorded operations.
-func (f *loggingFS) take() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	ops := f.ops
-	f.ops = nil
-	return ops
-}
-
-func (f *loggingFS) Create(name string) (disk.File, error) {
-	file, err := f.FS.Create(name)
-	if err != nil {
-		return nil, err
-	}
-	f.log("create %s", path.Base(name))
-	return &loggingFile{File: file, fs: f}, nil
-}
-
-func (f *loggingFS) Open(name string) (disk.File, error) {
-	file, err := f.FS.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	return &loggingFile{File: file, fs: f}, nil
-}
-
-func (f *loggingFS) Remove(name string) error {
-	f.log("remove %s", path.Base(name))
-	return f.FS.Remove(name)
-}
-
-func (f *loggingFS) Rename(oldname, newname string) error {
-	f.log("rename %s -> %s", path.Base(oldname), path.Base(newname))
-	return f.FS.Rename(oldname, newname)
-}
-
-func (f *loggingFS) SyncDir(dir string) error {
-	f.log("sync-dir")
-	return f.FS.SyncDir(dir)
-}
-
-type loggingFile struct {
-	disk.File
-	fs *loggingFS
-}
-
-func (f *loggingFile) Write(p []byte) (int, error) {
-	f.fs.log("write %s %d bytes", path.Base(f.Name()), len(p))
-	return f.File.Write(p)
-}
-
-func (f *loggingFile) Sync() error {
-	f.fs.log("sync %s", path.Base(f.Name()))
-	return f.File.Sync()
-}
-
-func (f *loggingFile) Truncate(size int64) error {
-	f.fs.log("truncate %s to %d", path.Base(f.Name()), size)
-	return f.File.Truncate(size)
 }
