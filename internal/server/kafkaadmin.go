@@ -152,18 +152,37 @@ func (b *kafkaBackend) whenVisible(expires int64, visible func(*metadata.Image) 
 // controller's own decision against this broker's image and creates
 // nothing.
 func (b *kafkaBackend) CreateTopics(request wire.CreateTopicsRequest, done func([]int16)) {
-	codes := make([]int16, len(request.Topics))
 	if request.ValidateOnly {
+		codes := make([]int16, len(request.Topics))
 		for i, topic := range request.Topics {
 			codes[i] = b.validateTopic(topic)
 		}
 		done(codes)
 		return
 	}
-	awaited := len(request.Topics)
+	requests := make([]quorum.Request, len(request.Topics))
+	visible := make([]func(*metadata.Image) bool, len(request.Topics))
 	for i, topic := range request.Topics {
-		expires := b.now + max(request.TimeoutTicks, defaultCallTimeoutTicks)
-		b.callController(quorum.Request{CreateTopic: &topic}, request.TimeoutTicks, func(answer quorum.Answer) {
+		requests[i] = quorum.Request{CreateTopic: &topic}
+		visible[i] = func(img *metadata.Image) bool { _, ok := img.Topic(topic.Name); return ok }
+	}
+	b.forwardEach(requests, visible, request.TimeoutTicks, done)
+}
+
+// forwardEach sends the controller one request per item and answers one
+// code per item, in order, once every item has failed or, having
+// succeeded, is visible in this broker's metadata (visible[i]) or its time
+// is up.
+func (b *kafkaBackend) forwardEach(requests []quorum.Request, visible []func(*metadata.Image) bool, timeoutTicks int64, done func([]int16)) {
+	codes := make([]int16, len(requests))
+	awaited := len(requests)
+	if awaited == 0 {
+		done(codes)
+		return
+	}
+	expires := b.now + max(timeoutTicks, defaultCallTimeoutTicks)
+	for i := range requests {
+		b.callController(requests[i], timeoutTicks, func(answer quorum.Answer) {
 			codes[i] = answer.ErrorCode
 			finish := func() {
 				if awaited--; awaited == 0 {
@@ -174,7 +193,7 @@ func (b *kafkaBackend) CreateTopics(request wire.CreateTopicsRequest, done func(
 				finish()
 				return
 			}
-			b.whenVisible(expires, func(img *metadata.Image) bool { _, ok := img.Topic(topic.Name); return ok }, finish)
+			b.whenVisible(expires, visible[i], finish)
 		})
 	}
 }
@@ -193,28 +212,13 @@ func (b *kafkaBackend) validateTopic(topic controller.CreateTopicRequest) int16 
 
 // DeleteTopics forwards one DeleteTopic per name.
 func (b *kafkaBackend) DeleteTopics(names []string, timeoutTicks int64, done func([]int16)) {
-	codes := make([]int16, len(names))
-	awaited := len(names)
-	if awaited == 0 {
-		done(codes)
-		return
-	}
+	requests := make([]quorum.Request, len(names))
+	visible := make([]func(*metadata.Image) bool, len(names))
 	for i, name := range names {
-		expires := b.now + max(timeoutTicks, defaultCallTimeoutTicks)
-		b.callController(quorum.Request{DeleteTopic: &quorum.DeleteTopicRequest{Name: name}}, timeoutTicks, func(answer quorum.Answer) {
-			codes[i] = answer.ErrorCode
-			finish := func() {
-				if awaited--; awaited == 0 {
-					done(codes)
-				}
-			}
-			if answer.ErrorCode != 0 {
-				finish()
-				return
-			}
-			b.whenVisible(expires, func(img *metadata.Image) bool { _, ok := img.Topic(name); return !ok }, finish)
-		})
+		requests[i] = quorum.Request{DeleteTopic: &quorum.DeleteTopicRequest{Name: name}}
+		visible[i] = func(img *metadata.Image) bool { _, ok := img.Topic(name); return !ok }
 	}
+	b.forwardEach(requests, visible, timeoutTicks, done)
 }
 
 // ElectLeaders forwards one ElectPreferred for all the partitions. wire
