@@ -49,10 +49,10 @@ type Config struct {
 	// simulator's slow disk. Off, a sync happens as soon as it is asked for.
 	SyncLater bool
 	// ZeroCopyReads answers client fetches (consumers' and followers')
-	// whose records all lie below the high watermark, in real files, with
-	// the log's chunks rather than bytes read (ClientAnswer.FetchChunks),
-	// for the server to send with sendfile. Records above the high
-	// watermark, which a truncation may change, are always read.
+	// whose records all lie below the high watermark with the log's chunks
+	// rather than bytes read (ClientAnswer.FetchChunks), for the runtime to
+	// write from the files (with sendfile, for real ones). Records above
+	// the high watermark, which a truncation may change, are always read.
 	ZeroCopyReads bool
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/tidelog/tide/internal/commitlog"
-	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/producer"
 	"github.com/tidelog/tide/internal/replica"
@@ -114,7 +113,7 @@ func (n *Node) route(tp metadata.TopicPartition, p *partition, answer replica.An
 		if err != nil {
 			return fmt.Errorf("read for fetch: %w", err)
 		}
-		if n.config.ZeroCopyReads && to.isClient && result.NextOffset <= p.replica.HighWatermark() && inOSFiles(result.Chunks) {
+		if n.config.ZeroCopyReads && to.isClient && result.NextOffset <= p.replica.HighWatermark() && len(result.Chunks) > 0 {
 			chunks = result.Chunks
 		} else if answer.Fetch.Records, err = result.AppendTo(nil); err != nil {
 			return fmt.Errorf("read for fetch: %w", err)
@@ -140,17 +139,6 @@ func (n *Node) route(tp metadata.TopicPartition, p *partition, answer replica.An
 		}})
 	}
 	return nil
-}
-
-// inOSFiles reports whether every chunk is in a real file, which the server
-// can send with sendfile.
-func inOSFiles(chunks []commitlog.Chunk) bool {
-	for _, chunk := range chunks {
-		if _, ok := chunk.File.(disk.OSFile); !ok {
-			return false
-		}
-	}
-	return len(chunks) > 0
 }
 
 // fail takes a partition offline after its log failed.

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -10,9 +9,10 @@ import (
 	"time"
 )
 
-// clientConn is a fetcher's Kafka connection to its source broker: a
-// writer goroutine drains a bounded queue of requests, and the dial loop's
-// goroutine reads responses and hands them to the node loop.
+// clientConn is a replica fetcher's Kafka connection to its source broker:
+// a writer goroutine drains a bounded queue of requests (each with its size
+// prefix), and the dial loop's goroutine reads responses and hands them to
+// the node loop.
 type clientConn struct {
 	c       net.Conn
 	queue   chan []byte
@@ -83,38 +83,5 @@ func (cn *clientConn) close() {
 	})
 }
 
-// dialLoop keeps a connection to the source's Kafka listener up until ctx
-// ends, handing each connection and each response to the node loop.
-func (f *fetcher) dialLoop(ctx context.Context) {
-	backoff := backoffInitial
-	for ctx.Err() == nil {
-		address := *f.address.Load()
-		dialer := net.Dialer{Timeout: dialTimeout}
-		c, err := dialer.DialContext(ctx, "tcp", address)
-		if err != nil {
-			f.r.s.log.Debug("replica fetcher dial failed", "source", int(f.source), "address", address, "error", err)
-			if !sleep(ctx, backoff) {
-				return
-			}
-			backoff = min(2*backoff, backoffMax)
-			continue
-		}
-		backoff = backoffInitial
-		cn := newClientConn(c)
-		stop := context.AfterFunc(ctx, cn.close)
-		f.r.s.post(event{kind: eventFetcherUp, fetcher: f, client: cn})
-		for {
-			payload, err := cn.readResponse()
-			if err != nil {
-				break
-			}
-			f.r.s.post(event{kind: eventFetcherResponse, fetcher: f, client: cn, payload: payload})
-		}
-		stop()
-		cn.close()
-		f.r.s.post(event{kind: eventFetcherDown, fetcher: f, client: cn})
-		if !sleep(ctx, backoffInitial) {
-			return
-		}
-	}
-}
+// netDialer is how fetcher connections dial.
+func netDialer() net.Dialer { return net.Dialer{Timeout: dialTimeout} }

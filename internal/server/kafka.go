@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net"
 	"sync"
@@ -11,12 +12,13 @@ import (
 
 // kafkaListener is the node's Kafka protocol listener: a goroutine per
 // connection frames requests and hands each to the node loop, which serves
-// it with wire's Handler over the kafkaBackend and hands the answer back.
+// it with the front end (internal/frontend) and hands the answer back.
 type kafkaListener struct {
 	listener net.Listener
-	handler  *wire.Handler
-	backend  *kafkaBackend
-	limits   kafkaLimits
+	// advertised is this broker's Kafka address for Metadata.
+	advertised string
+	wire       wire.Config
+	limits     kafkaLimits
 	// conns are the open connections, closed when the node stops; slots
 	// holds a token per connection, bounding them to KafkaMaxConnections.
 	mu    sync.Mutex
@@ -41,13 +43,12 @@ func (s *Server) openKafka() error {
 	}
 	wireConfig := wire.DefaultConfig()
 	wireConfig.Tick = s.config.Tick
-	backend := newKafkaBackend(s, advertised)
-	handler, err := wire.New(wireConfig, backend)
-	if err != nil {
+	wireConfig.Random = rand.Reader
+	if err := wireConfig.Validate(); err != nil {
 		listener.Close()
 		return err
 	}
-	s.kafka = &kafkaListener{listener: listener, handler: handler, backend: backend,
+	s.kafka = &kafkaListener{listener: listener, advertised: advertised, wire: wireConfig,
 		limits: kafkaLimits{MaxRequestBytes: wireConfig.MaxRequestBytes, MaxInFlight: s.config.KafkaMaxInFlight, IdleTimeout: s.config.KafkaIdleTimeout},
 		conns:  map[*kafkaConn]struct{}{}, slots: make(chan struct{}, s.config.KafkaMaxConnections)}
 	return nil

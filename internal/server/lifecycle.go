@@ -1,6 +1,8 @@
 package server
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/tidelog/tide/internal/broker"
 	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/frontend"
 	"github.com/tidelog/tide/internal/metadata"
 )
 
@@ -42,7 +45,26 @@ func (s *Server) openLifecycle(endpoint string) error {
 		return err
 	}
 	s.lifecycle = lifecycle
-	return nil
+	s.frontend, err = frontend.New(frontend.Config{ID: c.ID, ClusterID: clusterID(c.Controllers), Advertised: endpoint,
+		KafkaListeners: c.KafkaListeners, DefaultPartitions: c.DefaultPartitions, DefaultReplicationFactor: c.DefaultReplicationFactor,
+		SegmentBytes: segmentBytes, MaxBatchBytes: maxBatchBytes, Wire: s.kafka.wire, Fetcher: c.fetcherConfig(),
+		MaxWaitingFetches: maxWaitingFetches}, lifecycle)
+	return err
+}
+
+// maxWaitingFetches bounds the fetches held in a long poll (see
+// frontend.Config).
+const maxWaitingFetches = 4096
+
+// clusterID names the cluster after its voter set, the same on every node
+// and across restarts; tide keeps no cluster id of its own yet.
+func clusterID(controllers map[metadata.BrokerID]string) string {
+	var text strings.Builder
+	for _, id := range (Config{Controllers: controllers}).voters() {
+		text.WriteString(strconv.Itoa(int(id)) + "@" + controllers[id] + ",")
+	}
+	sum := sha256.Sum256([]byte(text.String()))
+	return "tide-" + hex.EncodeToString(sum[:8])
 }
 
 // The partition logs' sizes, which DescribeConfigs reports as
@@ -145,7 +167,7 @@ func (s *Server) status() []byte {
 				HighWatermark: int64(r.HighWatermark()), LogEndOffset: int64(r.LogEndOffset())})
 		}
 	}
-	status.FetchErrors = s.replication.errorCounts()
+	status.FetchErrors = s.frontend.FetchErrors()
 	text, _ := json.Marshal(status)
 	return text
 }

@@ -66,11 +66,9 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// send sends a frame if the link is up.
-func (l *link) send(kind byte, payload []byte) {
-	if l.current != nil {
-		l.current.send(kind, payload)
-	}
+// send sends a frame if the link is up, and reports whether it was queued.
+func (l *link) send(kind byte, payload []byte) bool {
+	return l.current != nil && l.current.send(kind, payload)
 }
 
 // acceptLoop serves the controller listener: each connection says hello,

@@ -7,6 +7,7 @@ import (
 	"net"
 	"syscall"
 
+	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/wire"
 )
 
@@ -19,10 +20,11 @@ import (
 // a response cut short, is closed by the caller.
 func sendFile(c net.Conn, file wire.FileRange) error {
 	tcp, ok := c.(*net.TCPConn)
-	if !ok {
+	osFile, real := file.File.(disk.OSFile)
+	if !ok || !real {
 		return copyFile(c, file)
 	}
-	fileRaw, err := file.File.SyscallConn()
+	fileRaw, err := osFile.OSFile().SyscallConn()
 	if err != nil {
 		return copyFile(c, file)
 	}

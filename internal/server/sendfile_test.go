@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/wire"
 )
 
@@ -36,7 +36,8 @@ func tcpPair(t *testing.T) (client, server net.Conn) {
 // response, byte for byte the flattened one; a range past the file's end
 // fails the write.
 func TestWriteSplicedResponse(t *testing.T) {
-	file, err := os.Create(filepath.Join(t.TempDir(), "segment"))
+	// A file of the OS filesystem, as the logs hold them: sendfile's path.
+	file, err := disk.OS().Create(filepath.Join(t.TempDir(), "segment"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/tidelog/tide/internal/broker"
 	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/fetcher"
+	"github.com/tidelog/tide/internal/frontend"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/quorum"
 	"github.com/tidelog/tide/internal/raftlog"
@@ -31,9 +33,16 @@ type Server struct {
 	lifecycle *broker.Lifecycle
 	listener  net.Listener
 	kafka     *kafkaListener
-	// replication fetches, as a follower, from the partitions' leaders.
-	replication *replication
-	links       map[metadata.BrokerID]*link
+	// frontend is the broker as the loop drives it: the Kafka front end,
+	// the lifecycle and the replica fetchers; nil until New opened it.
+	frontend *frontend.FrontEnd
+	// dialers keep the replica fetchers' connections to source brokers,
+	// fetcherConns the live ones by the id the front end knows them by.
+	dialers      map[metadata.BrokerID]*dialer
+	fetcherConns map[fetcher.ConnID]*clientConn
+	// ctx ends when the node stops; the dialers run until then.
+	ctx   context.Context
+	links map[metadata.BrokerID]*link
 	// brokers are the connections brokers opened to this node's
 	// controller, by broker id, for sending their answers back.
 	brokers map[metadata.BrokerID]*conn
@@ -57,9 +66,11 @@ type event struct {
 	payload []byte
 	// answer takes the response to a Kafka request (eventKafkaRequest).
 	answer func(wire.Response, error)
-	// fetcher and client are a replica fetcher and its connection.
-	fetcher *fetcher
-	client  *clientConn
+	// source, fetcherConn and client are a replica fetcher's source, the
+	// connection's id and the connection.
+	source      metadata.BrokerID
+	fetcherConn fetcher.ConnID
+	client      *clientConn
 }
 
 const (
@@ -94,8 +105,8 @@ func New(config Config) (s *Server, err error) {
 	config = config.withDefaults()
 	s = &Server{config: config, log: config.Logger.With("node", int(config.ID)), fs: disk.OS(),
 		links: map[metadata.BrokerID]*link{}, brokers: map[metadata.BrokerID]*conn{},
-		inbox: make(chan event, 1024), stopped: make(chan struct{}), brokerDone: make(chan struct{})}
-	s.replication = newReplication(s)
+		inbox: make(chan event, 1024), stopped: make(chan struct{}), brokerDone: make(chan struct{}),
+		dialers: map[metadata.BrokerID]*dialer{}, fetcherConns: map[fetcher.ConnID]*clientConn{}, ctx: context.Background()}
 	if err := s.fs.MkdirAll(config.DataDir); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
@@ -120,7 +131,7 @@ func New(config Config) (s *Server, err error) {
 	}
 	// The broker registers the address its Kafka listener is reached at,
 	// which the listener knows once bound.
-	if err := s.openLifecycle(s.kafka.backend.advertised); err != nil {
+	if err := s.openLifecycle(s.kafka.advertised); err != nil {
 		s.kafka.listener.Close()
 		listener.Close()
 		s.closeStorage()
@@ -165,7 +176,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel()
 	go s.acceptLoop(loopCtx)
 	go s.acceptKafka(loopCtx)
-	s.replication.ctx = loopCtx
+	s.ctx = loopCtx
 	for _, l := range s.links {
 		go l.dialLoop(loopCtx)
 	}
@@ -271,9 +282,20 @@ func (s *Server) tick() {
 	if s.quorum != nil {
 		s.quorum.Tick()
 	}
-	s.lifecycle.Tick()
-	s.kafka.backend.tick()
-	s.replication.tick()
+	s.frontend.SetControllerHint(s.controllerHint())
+	s.frontend.Tick()
+}
+
+// controllerHint is the active controller as this node's own controller
+// knows it: itself when active, else the raft leader, else none.
+func (s *Server) controllerHint() metadata.BrokerID {
+	switch {
+	case s.quorum == nil:
+		return metadata.NoBroker
+	case s.quorum.Active():
+		return s.config.ID
+	}
+	return s.quorum.Leader()
 }
 
 // handle takes one event from a connection.
@@ -296,13 +318,9 @@ func (s *Server) handle(e event) {
 	case eventFrame:
 		s.handleFrame(e)
 	case eventKafkaRequest:
-		s.kafka.handler.HandleSpliced(e.payload, e.answer)
-	case eventFetcherUp:
-		e.fetcher.connected(e.client)
-	case eventFetcherDown:
-		e.fetcher.fail(e.client, "connection closed")
-	case eventFetcherResponse:
-		e.fetcher.received(e.client, e.payload)
+		s.frontend.HandleKafka(e.payload, e.answer)
+	case eventFetcherUp, eventFetcherDown, eventFetcherResponse:
+		s.handleFetcherEvent(e)
 	}
 }
 
@@ -345,10 +363,7 @@ func (s *Server) handleRequest(request quorum.Request) {
 }
 
 func (s *Server) handleAnswer(answer quorum.Answer) {
-	if s.kafka.backend.handleControllerAnswer(answer) {
-		return
-	}
-	if err := s.lifecycle.HandleAnswer(answer); err != nil {
+	if err := s.frontend.HandleControllerAnswer(answer); err != nil {
 		s.fatal = err
 	}
 }
@@ -357,16 +372,16 @@ func (s *Server) handleAnswer(answer quorum.Answer) {
 // answers to Kafka clients, its requests to controllers, and every quorum
 // Ready.
 func (s *Server) flush() error {
-	s.kafka.backend.drain()
-	s.replication.sendAll()
-	s.lifecycle.Collect()
-	for _, out := range s.lifecycle.TakeRequests() {
-		if out.To == s.config.ID && s.quorum != nil {
-			s.handleRequest(out.Request)
+	s.frontend.SetControllerHint(s.controllerHint())
+	out := s.frontend.Flush()
+	s.carryOutFetcher(out)
+	for _, request := range out.Controller {
+		if request.To == s.config.ID && s.quorum != nil {
+			s.handleRequest(request.Request)
 			continue
 		}
-		if l := s.links[out.To]; l != nil {
-			l.send(frameRequest, quorum.EncodeRequest(nil, out.Request))
+		if l := s.links[request.To]; l == nil || !l.send(frameRequest, quorum.EncodeRequest(nil, request.Request)) {
+			s.frontend.ControllerUnsent(request.Request.ID)
 		}
 	}
 	for s.quorum != nil && s.quorum.HasReady() && s.fatal == nil {

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
@@ -77,7 +78,7 @@ func (h *Handler) handleFetch(x *exchange) error {
 	if files, ok := h.backend.(FileFetcher); ok {
 		files.FetchFiles(fetch, func(answers []replica.FetchResponse, ranges [][]FileRange) {
 			checkFetchAnswers(len(answers), len(fetch.Partitions))
-			respondFetchSpliced(x, request, response, answers, ranges)
+			respondFetchSpliced(x, h.config.Random, request, response, answers, ranges)
 		})
 		return nil
 	}
@@ -98,9 +99,9 @@ func checkFetchAnswers(answers, partitions int) {
 // where they are: every partition's records, in memory or in files, become
 // a splice (see markers). Should the markers not come out where they must,
 // the file ranges are read and the response encoded whole.
-func respondFetchSpliced(x *exchange, request *kmsg.FetchRequest, response *kmsg.FetchResponse, answers []replica.FetchResponse, ranges [][]FileRange) {
+func respondFetchSpliced(x *exchange, random io.Reader, request *kmsg.FetchRequest, response *kmsg.FetchResponse, answers []replica.FetchResponse, ranges [][]FileRange) {
 	fillFetchResponse(request, response, answers)
-	m := newMarkers()
+	m := newMarkers(random)
 	var sets []Splice
 	var entries []*kmsg.FetchResponseTopicPartition
 	next := 0

@@ -111,7 +111,7 @@ func TestRequestsThatCloseTheConnection(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	if err := DefaultConfig().Validate(); err != nil {
+	if err := testConfig().Validate(); err != nil {
 		t.Fatal(err)
 	}
 	for _, change := range []func(*Config){
@@ -120,7 +120,7 @@ func TestConfigValidate(t *testing.T) {
 		func(c *Config) { c.MaxPartitionsPerRequest = c.MaxTopicsPerRequest - 1 },
 		func(c *Config) { c.Tick = 0 },
 	} {
-		config := DefaultConfig()
+		config := testConfig()
 		change(&config)
 		if _, err := New(config, newFakeBackend()); err == nil {
 			t.Errorf("%+v accepted", config)

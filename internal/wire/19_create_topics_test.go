@@ -81,7 +81,7 @@ func TestCreateTopicsValidateOnly(t *testing.T) {
 
 func TestCreateTopicsBoundsPartitionsPerRequest(t *testing.T) {
 	backend := newFakeBackend()
-	config := DefaultConfig()
+	config := testConfig()
 	config.MaxTopicsPerRequest, config.MaxPartitionsPerRequest = 3, 5
 	h, err := New(config, backend)
 	if err != nil {

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -47,6 +48,11 @@ type Config struct {
 	// millisecond timeouts (produce timeout, fetch max wait, create topics
 	// timeout) are handed to the Backend in ticks, rounded up.
 	Tick time.Duration
+	// Random is where the Handler draws the markers that splice record
+	// sets into fetch responses (splice.go): crypto/rand's Reader in the
+	// server, the simulator's seeded source there, so a run stays a
+	// function of its seed. The Handler reads it from its one goroutine.
+	Random io.Reader
 }
 
 // DefaultConfig returns the defaults.
@@ -74,6 +80,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("wire: max fetch bytes %d must be positive", c.MaxFetchBytes)
 	case c.Tick <= 0:
 		return fmt.Errorf("wire: tick %s must be positive", c.Tick)
+	case c.Random == nil:
+		return fmt.Errorf("wire: a Handler needs a source of randomness for its response markers")
 	}
 	return nil
 }

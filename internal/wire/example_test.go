@@ -1,6 +1,7 @@
 package wire_test
 
 import (
+	crand "crypto/rand"
 	"encoding/binary"
 	"fmt"
 
@@ -51,7 +52,9 @@ func (emptyBroker) ElectLeaders(_ []metadata.TopicPartition, _ int64, done func(
 // on its node loop, and writes the response it gets back behind its own
 // 4-byte size; an error closes the connection.
 func ExampleHandler_Handle() {
-	h, err := wire.New(wire.DefaultConfig(), emptyBroker{})
+	config := wire.DefaultConfig()
+	config.Random = crand.Reader
+	h, err := wire.New(config, emptyBroker{})
 	if err != nil {
 		panic(err)
 	}

@@ -14,7 +14,7 @@ import (
 func TestRequestLimits(t *testing.T) {
 	backend := newFakeBackend()
 	backend.addTopic("orders", 4, 0)
-	config := DefaultConfig()
+	config := testConfig()
 	config.MaxTopicsPerRequest, config.MaxPartitionsPerRequest = 1, 3
 	h, err := New(config, backend)
 	if err != nil {

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	crand "crypto/rand"
 	"encoding/binary"
 	"slices"
 	"testing"
@@ -14,7 +15,7 @@ const testCorrelationID = 7
 
 func newTestHandler(t testing.TB, backend Backend) *Handler {
 	t.Helper()
-	config := DefaultConfig()
+	config := testConfig()
 	config.Tick = 1e6 // 1 ms: timeouts in ticks equal the milliseconds
 	h, err := New(config, backend)
 	if err != nil {
@@ -103,4 +104,11 @@ func testVersions(t testing.TB, key int16) []int16 {
 
 func tp(topic string, partition int32) metadata.TopicPartition {
 	return metadata.TopicPartition{Topic: topic, Partition: partition}
+}
+
+// testConfig is DefaultConfig with crypto/rand for the response markers.
+func testConfig() Config {
+	config := DefaultConfig()
+	config.Random = crand.Reader
+	return config
 }

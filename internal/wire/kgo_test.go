@@ -48,7 +48,7 @@ func startTestServer(t *testing.T) *testServer {
 	backend.parkFetches = true
 	address := listener.Addr().(*net.TCPAddr)
 	backend.cluster.Brokers = []Broker{{ID: 1, Host: address.IP.String(), Port: int32(address.Port)}}
-	config := DefaultConfig()
+	config := testConfig()
 	config.Tick = 10 * time.Millisecond
 	handler, err := New(config, backend)
 	if err != nil {

@@ -2,11 +2,9 @@ package wire
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 
@@ -14,12 +12,21 @@ import (
 )
 
 // FileRange is a run of whole record batches in a file: records a Backend
-// leaves where they are, for the connection to send with sendfile rather
-// than copy through user space.
+// leaves where they are, for the connection to send from the file (with
+// sendfile, for a real one) rather than copy through user space.
 type FileRange struct {
-	File     *os.File
+	File     RecordFile
 	Position int64
 	Size     int64
+}
+
+// RecordFile is a file a FileRange lies in: any file of the broker's
+// filesystem (a disk.File). A runtime that can send a real file's bytes
+// without reading them (sendfile) looks for the file behind it; any other
+// reads it with ReadAt.
+type RecordFile interface {
+	io.ReaderAt
+	Name() string
 }
 
 // FileFetcher is a Backend that can answer fetches with records left in
@@ -108,9 +115,13 @@ type markers struct {
 	prefix [12]byte
 }
 
-func newMarkers() markers {
+// newMarkers draws a response's marker prefix from random (Config.Random:
+// crypto/rand in the server, the seeded source in the simulator). A source
+// that fails leaves zeros, which at worst makes the markers not found and
+// the response encoded whole.
+func newMarkers(random io.Reader) markers {
 	var m markers
-	rand.Read(m.prefix[:])
+	io.ReadFull(random, m.prefix[:])
 	return m
 }
 

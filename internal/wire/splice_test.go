@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	crand "crypto/rand"
 	"os"
 	"path/filepath"
 	"testing"
@@ -87,7 +88,7 @@ func TestSplicedFetchMatchesTheWholeEncoding(t *testing.T) {
 // A marker that is not where it must be (bytes that happen to hold it, or
 // none at all) makes splice refuse, so the response is encoded whole.
 func TestSpliceRefusesMisplacedMarkers(t *testing.T) {
-	m := newMarkers()
+	m := newMarkers(crand.Reader)
 	sets := []Splice{{Bytes: []byte("a")}, {Bytes: []byte("b")}}
 	good := append(append(append([]byte{1, 2, 3, 17}, m.marker(0)...), 17), m.marker(1)...)
 	response, ok := m.splice(good, sets, true)

@@ -1,10 +1,11 @@
-package server
+package frontend
 
 import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/tidelog/tide/internal/broker"
 	"github.com/tidelog/tide/internal/controller"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/quorum"
@@ -49,49 +50,40 @@ type visibleWait struct {
 	done    func()
 }
 
-// activeController is where controller requests go: this node when it is
-// the active controller, else the raft leader it knows of, else where the
-// lifecycle sends its own.
-func (s *Server) activeController() metadata.BrokerID {
-	if s.quorum != nil && s.quorum.Active() {
-		return s.config.ID
+// activeController is where controller requests go: the runtime's hint
+// (this node when it is the active controller, else the raft leader its
+// controller knows of), else where the lifecycle sends its own.
+func (fe *FrontEnd) activeController() metadata.BrokerID {
+	if fe.controllerHint != metadata.NoBroker {
+		return fe.controllerHint
 	}
-	if s.quorum != nil && s.quorum.Leader() != metadata.NoBroker {
-		return s.quorum.Leader()
-	}
-	return s.lifecycle.Controller()
+	return fe.lifecycle.Controller()
 }
 
 // callController forwards request; done gets the answer, or one with
 // REQUEST_TIMED_OUT after timeoutTicks.
-func (b *kafkaBackend) callController(request quorum.Request, timeoutTicks int64, done func(quorum.Answer)) {
+func (b *backend) callController(request quorum.Request, timeoutTicks int64, done func(quorum.Answer)) {
 	if timeoutTicks <= 0 {
 		timeoutTicks = defaultCallTimeoutTicks
 	}
 	b.nextCall++
-	request.ID, request.From = kafkaCallBit|b.nextCall, b.s.config.ID
+	request.ID, request.From = kafkaCallBit|b.nextCall, b.config.ID
 	call := &controllerCall{request: request, expires: b.now + timeoutTicks, done: done}
 	b.calls[request.ID] = call
 	b.sendCall(call)
 }
 
-func (b *kafkaBackend) sendCall(call *controllerCall) {
+// sendCall hands a forwarded request out to the active controller; the
+// runtime reports it unsent (ControllerUnsent) when it has no way there.
+func (b *backend) sendCall(call *controllerCall) {
 	call.resendAt = -1
-	to := b.s.activeController()
-	if to == b.s.config.ID && b.s.quorum != nil {
-		b.s.handleRequest(call.request)
-		return
-	}
-	if l := b.s.links[to]; l != nil && l.current != nil {
-		l.send(frameRequest, quorum.EncodeRequest(nil, call.request))
-		return
-	}
-	call.resendAt = b.now + controllerRetryTicks
+	b.controllerOut = append(b.controllerOut, broker.Outgoing{To: b.frontEnd().activeController(), Request: call.request})
 }
 
-// handleControllerAnswer takes an answer to a forwarded request and
-// reports whether it was one.
-func (b *kafkaBackend) handleControllerAnswer(answer quorum.Answer) bool {
+// handleForwardedAnswer takes an answer to a forwarded request and reports
+// whether it was one.
+func (fe *FrontEnd) handleForwardedAnswer(answer quorum.Answer) bool {
+	b := (*backend)(fe)
 	if answer.ID&kafkaCallBit == 0 {
 		return false
 	}
@@ -110,7 +102,8 @@ func (b *kafkaBackend) handleControllerAnswer(answer quorum.Answer) bool {
 
 // tickControllerCalls resends and times out forwarded requests, in request
 // order, and answers the successes that became visible.
-func (b *kafkaBackend) tickControllerCalls() {
+func (fe *FrontEnd) tickControllerCalls() {
+	b := (*backend)(fe)
 	ids := make([]uint64, 0, len(b.calls))
 	for id := range b.calls {
 		ids = append(ids, id)
@@ -141,17 +134,17 @@ func (b *kafkaBackend) tickControllerCalls() {
 
 // whenVisible runs done once this broker's image satisfies visible, or at
 // expires, whichever is first.
-func (b *kafkaBackend) whenVisible(expires int64, visible func(*metadata.Image) bool, done func()) {
+func (b *backend) whenVisible(expires int64, visible func(*metadata.Image) bool, done func()) {
 	// The change is committed: fetch it now rather than at the next
 	// heartbeat, half a second away by default.
-	b.s.lifecycle.FetchMetadataSoon()
+	b.lifecycle.FetchMetadataSoon()
 	b.visible = append(b.visible, &visibleWait{expires: expires, visible: visible, done: done})
 }
 
 // CreateTopics forwards one CreateTopic per topic; ValidateOnly runs the
 // controller's own decision against this broker's image and creates
 // nothing.
-func (b *kafkaBackend) CreateTopics(request wire.CreateTopicsRequest, done func([]int16)) {
+func (b *backend) CreateTopics(request wire.CreateTopicsRequest, done func([]int16)) {
 	if request.ValidateOnly {
 		codes := make([]int16, len(request.Topics))
 		for i, topic := range request.Topics {
@@ -173,7 +166,7 @@ func (b *kafkaBackend) CreateTopics(request wire.CreateTopicsRequest, done func(
 // code per item, in order, once every item has failed or, having
 // succeeded, is visible in this broker's metadata (visible[i]) or its time
 // is up.
-func (b *kafkaBackend) forwardEach(requests []quorum.Request, visible []func(*metadata.Image) bool, timeoutTicks int64, done func([]int16)) {
+func (b *backend) forwardEach(requests []quorum.Request, visible []func(*metadata.Image) bool, timeoutTicks int64, done func([]int16)) {
 	codes := make([]int16, len(requests))
 	awaited := len(requests)
 	if awaited == 0 {
@@ -198,7 +191,7 @@ func (b *kafkaBackend) forwardEach(requests []quorum.Request, visible []func(*me
 	}
 }
 
-func (b *kafkaBackend) validateTopic(topic controller.CreateTopicRequest) int16 {
+func (b *backend) validateTopic(topic controller.CreateTopicRequest) int16 {
 	node := b.node()
 	if node == nil {
 		return kerr.NotController.Code // retriable: the broker has no metadata yet
@@ -211,7 +204,7 @@ func (b *kafkaBackend) validateTopic(topic controller.CreateTopicRequest) int16 
 }
 
 // DeleteTopics forwards one DeleteTopic per name.
-func (b *kafkaBackend) DeleteTopics(names []string, timeoutTicks int64, done func([]int16)) {
+func (b *backend) DeleteTopics(names []string, timeoutTicks int64, done func([]int16)) {
 	requests := make([]quorum.Request, len(names))
 	visible := make([]func(*metadata.Image) bool, len(names))
 	for i, name := range names {
@@ -223,7 +216,7 @@ func (b *kafkaBackend) DeleteTopics(names []string, timeoutTicks int64, done fun
 
 // ElectLeaders forwards one ElectPreferred for all the partitions. wire
 // never asks for none, which to the controller would mean every partition.
-func (b *kafkaBackend) ElectLeaders(partitions []metadata.TopicPartition, timeoutTicks int64, done func(controller.ElectLeadersResponse)) {
+func (b *backend) ElectLeaders(partitions []metadata.TopicPartition, timeoutTicks int64, done func(controller.ElectLeadersResponse)) {
 	b.callController(quorum.Request{ElectPreferred: &quorum.ElectPreferredRequest{Partitions: partitions}}, timeoutTicks, func(answer quorum.Answer) {
 		if answer.ElectPreferred == nil || answer.ErrorCode != 0 {
 			done(controller.ElectLeadersResponse{ErrorCode: answer.ErrorCode})

@@ -1,20 +1,15 @@
-package server
+package frontend
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/tidelog/tide/internal/broker"
 	"github.com/tidelog/tide/internal/commitlog"
-	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
 	"github.com/tidelog/tide/internal/wire"
 )
-
-// maxWaitingFetches bounds the fetches held in a long poll; past it a fetch
-// is answered at once with what there is, which is still a valid answer.
-const maxWaitingFetches = 4096
 
 // waitingFetch is one fetch being served: its partitions' answers as they
 // come from the node, and, while it waits for data, where each partition
@@ -46,7 +41,7 @@ type partitionPosition struct {
 // partitions changes (Kafka's DelayedFetch). A change is seen at most once
 // per pass of the node loop, so a waiting fetch costs the replica one read
 // per change, not one per tick.
-func (b *kafkaBackend) FetchFiles(request wire.FetchRequest, done func([]replica.FetchResponse, [][]wire.FileRange)) {
+func (b *backend) FetchFiles(request wire.FetchRequest, done func([]replica.FetchResponse, [][]wire.FileRange)) {
 	if request.ReplicaID >= 0 && request.ReplicaEpoch == metadata.NoBrokerEpoch {
 		done(refuseFollowerFetch(request), nil)
 		return
@@ -57,7 +52,7 @@ func (b *kafkaBackend) FetchFiles(request wire.FetchRequest, done func([]replica
 
 // Fetch is FetchFiles with the records read into memory; wire calls
 // FetchFiles, since the backend is a wire.FileFetcher.
-func (b *kafkaBackend) Fetch(request wire.FetchRequest, done func([]replica.FetchResponse)) {
+func (b *backend) Fetch(request wire.FetchRequest, done func([]replica.FetchResponse)) {
 	b.FetchFiles(request, func(answers []replica.FetchResponse, files [][]wire.FileRange) {
 		for i := range files {
 			if len(files[i]) == 0 {
@@ -92,7 +87,7 @@ func refuseFollowerFetch(request wire.FetchRequest) []replica.FetchResponse {
 }
 
 // serveFetch reads every partition of the fetch once.
-func (b *kafkaBackend) serveFetch(fetch *waitingFetch) {
+func (b *backend) serveFetch(fetch *waitingFetch) {
 	partitions := fetch.request.Partitions
 	fetch.answers = make([]replica.FetchResponse, len(partitions))
 	fetch.files = make([][]wire.FileRange, len(partitions))
@@ -124,7 +119,7 @@ func fetchAnswer(partition wire.FetchPartition, answer broker.ClientAnswer) repl
 
 // fetchRead counts one partition read; after the last it answers the fetch
 // or parks it.
-func (b *kafkaBackend) fetchRead(fetch *waitingFetch) {
+func (b *backend) fetchRead(fetch *waitingFetch) {
 	fetch.awaited--
 	if fetch.awaited > 0 {
 		return
@@ -134,7 +129,7 @@ func (b *kafkaBackend) fetchRead(fetch *waitingFetch) {
 		total += recordsSize(answer, fetch.files[i])
 		failed = failed || answer.ErrorCode != 0
 	}
-	if failed || total >= int64(fetch.request.MinBytes) || b.now >= fetch.deadline || len(b.fetches) >= maxWaitingFetches ||
+	if failed || total >= int64(fetch.request.MinBytes) || b.now >= fetch.deadline || len(b.fetches) >= b.config.MaxWaitingFetches ||
 		b.followerBehind(fetch) {
 		limitFetchBytes(fetch.answers, fetch.files, fetch.request.MaxBytes)
 		b.noteFollowerHW(fetch)
@@ -156,7 +151,7 @@ type followerPartition struct {
 // the same), so a follower learns the high watermark within a round trip
 // rather than at the end of the long poll. A follower's high watermark is
 // what it serves if it becomes leader, and what tide topic describe shows.
-func (b *kafkaBackend) followerBehind(fetch *waitingFetch) bool {
+func (b *backend) followerBehind(fetch *waitingFetch) bool {
 	if fetch.request.ReplicaID < 0 {
 		return false
 	}
@@ -172,7 +167,7 @@ func (b *kafkaBackend) followerBehind(fetch *waitingFetch) bool {
 
 // noteFollowerHW remembers the high watermarks a follower's fetch answer
 // carries.
-func (b *kafkaBackend) noteFollowerHW(fetch *waitingFetch) {
+func (b *backend) noteFollowerHW(fetch *waitingFetch) {
 	if fetch.request.ReplicaID < 0 {
 		return
 	}
@@ -208,21 +203,21 @@ func recordsSize(answer replica.FetchResponse, files []wire.FileRange) int64 {
 	return size
 }
 
-// fileRanges turns the log's chunks into ranges of their OS files; a
-// chunk is only handed out in one (broker.Config.ZeroCopyReads).
+// fileRanges turns the log's chunks into file ranges for wire, which the
+// runtime writes from where they are (sendfile, for real files).
 func fileRanges(chunks []commitlog.Chunk) []wire.FileRange {
 	if len(chunks) == 0 {
 		return nil
 	}
 	ranges := make([]wire.FileRange, len(chunks))
 	for i, chunk := range chunks {
-		ranges[i] = wire.FileRange{File: chunk.File.(disk.OSFile).OSFile(), Position: chunk.Position, Size: chunk.Size}
+		ranges[i] = wire.FileRange{File: chunk.File, Position: chunk.Position, Size: chunk.Size}
 	}
 	return ranges
 }
 
 // position is where a fetched partition stands on this broker now.
-func (b *kafkaBackend) position(partition wire.FetchPartition) partitionPosition {
+func (b *backend) position(partition wire.FetchPartition) partitionPosition {
 	node := b.node()
 	if node == nil {
 		return partitionPosition{}
@@ -237,7 +232,7 @@ func (b *kafkaBackend) position(partition wire.FetchPartition) partitionPosition
 
 // wakeFetches serves again every waiting fetch whose wait ended or one of
 // whose partitions changed, and reports whether it served any.
-func (b *kafkaBackend) wakeFetches() bool {
+func (b *backend) wakeFetches() bool {
 	var woken []*waitingFetch
 	kept := b.fetches[:0]
 	for _, fetch := range b.fetches {
@@ -255,7 +250,7 @@ func (b *kafkaBackend) wakeFetches() bool {
 	return len(woken) > 0
 }
 
-func (b *kafkaBackend) changed(fetch *waitingFetch) bool {
+func (b *backend) changed(fetch *waitingFetch) bool {
 	for i, partition := range fetch.request.Partitions {
 		if b.position(partition) != fetch.seen[i] {
 			return true

@@ -1,4 +1,4 @@
-package server
+package frontend
 
 import (
 	"testing"
@@ -49,7 +49,7 @@ func TestLimitFetchBytes(t *testing.T) {
 // moved past the one last sent to that follower, and not before; a
 // consumer's never completes for that alone.
 func TestFollowerFetchCompletesOnHighWatermark(t *testing.T) {
-	b := &kafkaBackend{followerHW: map[followerPartition]record.Offset{}}
+	b := &backend{followerHW: map[followerPartition]record.Offset{}}
 	tp := metadata.TopicPartition{Topic: "t", Partition: 0}
 	fetch := func(replicaID metadata.BrokerID, highWatermark record.Offset) *waitingFetch {
 		return &waitingFetch{

@@ -1,0 +1,30 @@
+// Package frontend is one broker as a runtime drives it: the Kafka front end
+// (wire's Backend over the broker node), the broker's lifecycle (its side
+// of the controller protocol, internal/broker) and its replica fetchers
+// (internal/fetcher), with no I/O.
+//
+// What it decides: everything between a Kafka request's bytes and the
+// replicas. Produce completion (an acks=all answer waits in the replica
+// until the high watermark passes the batch; the front end routes it back
+// to its request), the fetch purgatory and every rule that wakes a parked
+// fetch (min bytes, max wait, a change of a fetched partition: new records
+// under the high watermark, a truncation, a lost leadership, a high
+// watermark a follower has not yet been sent), ListOffsets,
+// OffsetsForLeaderEpoch, InitProducerId, admin requests forwarded to the
+// active controller (KIP-590) and answered once this broker's metadata
+// shows the change, and the refusal of follower fetches without a broker
+// epoch (KIP-903).
+//
+// What it never touches: sockets, the clock, files (the broker's logs sit
+// behind disk.FS), goroutines, randomness of its own. Time comes in as
+// Tick; Kafka requests as bytes (HandleKafka), answered through the done
+// callback wire gives every request; controller answers as values; the
+// fetchers' connections as events. What it has for the outside leaves in
+// Flush's Outbox: requests for controllers, bytes for the fetchers'
+// connections, connections to close.
+//
+// Who drives it: internal/server (sockets, the real clock and disk) and
+// internal/sim (simulated connections, a virtual clock, memfs), with the
+// same calls in the same order: a request travels runtime -> wire ->
+// front end -> broker -> replica and its answer comes back as a value.
+package frontend
