@@ -45,9 +45,6 @@ type Config struct {
 	MaxPendingProduces int
 	// Rules is the zero value outside the simulator and the scenarios.
 	Rules rules.Rules
-	// SyncLater defers the syncs replicas ask for until SyncAll: the
-	// simulator's slow disk. Off, a sync happens as soon as it is asked for.
-	SyncLater bool
 	// ZeroCopyReads answers client fetches (consumers' and followers')
 	// whose records all lie below the high watermark with the log's chunks
 	// rather than bytes read (ClientAnswer.FetchChunks), for the runtime to
@@ -78,8 +75,8 @@ type Node struct {
 	// its answer, under the node's own request id (clients' ids collide).
 	producers     map[producerKey]pendingProducer
 	nextRequestID uint64
-	// unsynced are the partitions with a sync asked for and not yet done,
-	// with SyncLater.
+	// unsynced are the partitions whose replicas asked for a sync since the
+	// last SyncDirty: their logs are dirty.
 	unsynced map[metadata.TopicPartition]bool
 	// now counts Ticks, for retrying requests to the controller.
 	now         int64
@@ -108,8 +105,16 @@ func New(config Config, epoch metadata.BrokerEpoch) *Node {
 	}
 }
 
-// SyncAll carries out the syncs deferred with SyncLater.
-func (n *Node) SyncAll() {
+// SyncDirty is the durability step of group commit: it syncs each log a
+// replica asked to sync since the last call, once, however many appends
+// it took, and tells each replica what is now durable, which lets out the
+// acks=all answers and follower fetch offsets that waited for it (rule
+// unsynced-ack; the replica holds them back, not the caller). A runtime
+// calls it once per pass of its loop, after the pass has handed the node
+// every input it had: the server after each batch of events, the simulator
+// whenever its simulated disk completes the syncs asked of it. Both
+// runtimes run this same schedule; only when the disk answers differs.
+func (n *Node) SyncDirty() {
 	list := make([]metadata.TopicPartition, 0, len(n.unsynced))
 	for tp := range n.unsynced {
 		list = append(list, tp)

@@ -21,6 +21,13 @@ func newTestNode(t *testing.T, id metadata.BrokerID) *Node {
 	}, 7)
 }
 
+// pass ends a pass of the node loop as a runtime does: the logs synced
+// (group commit), then what the node has for others taken.
+func pass(n *Node) Outbox {
+	n.SyncDirty()
+	return n.TakeOutbox()
+}
+
 // metadataFor is a metadata log creating brokers 1 and 2 and the topic
 // orders with one partition on both, led by leader in epoch 0.
 func metadataFor(leader metadata.BrokerID) []metadata.Entry {
@@ -54,18 +61,18 @@ func TestNodeServesProduceAndFollowerFetch(t *testing.T) {
 	if got := log.LogEndOffset(); got != 2 {
 		t.Fatalf("log end %d after producing two records", got)
 	}
-	leader.TakeOutbox()
+	pass(leader)
 
 	// The follower fetches at 0: it gets the batch, read from the log.
 	leader.HandlePeer(2, PeerMessage{Partition: orders, Fetch: &replica.FetchRequest{ID: 1, ReplicaID: 2, ReplicaEpoch: 7, CurrentLeaderEpoch: 0, FetchOffset: 0, LastFetchedEpoch: record.NoLeaderEpoch, MaxBytes: 1 << 16}})
-	outbox := leader.TakeOutbox()
+	outbox := pass(leader)
 	if len(outbox.Peers) != 1 || outbox.Peers[0].To != 2 || len(outbox.Peers[0].Message.FetchResponse.Records) == 0 {
 		t.Fatalf("fetch answer: %+v", outbox.Peers)
 	}
 	// Its next fetch at 2 commits the batch and answers the producer, under
 	// the producer's own request id.
 	leader.HandlePeer(2, PeerMessage{Partition: orders, Fetch: &replica.FetchRequest{ID: 2, ReplicaID: 2, ReplicaEpoch: 7, CurrentLeaderEpoch: 0, FetchOffset: 2, LastFetchedEpoch: 0, MaxBytes: 1 << 16}})
-	outbox = leader.TakeOutbox()
+	outbox = pass(leader)
 	if len(outbox.Clients) != 1 || outbox.Clients[0].Client != 9 || outbox.Clients[0].Produce.ID != 42 || outbox.Clients[0].Produce.ErrorCode != 0 {
 		t.Fatalf("produce answer: %+v", outbox.Clients)
 	}
@@ -74,7 +81,7 @@ func TestNodeServesProduceAndFollowerFetch(t *testing.T) {
 func TestNodeAnswersUnknownPartition(t *testing.T) {
 	node := newTestNode(t, 1)
 	node.HandleClient(ClientRequest{Client: 3, Partition: orders, ListOffsets: &replica.ListOffsetsRequest{Timestamp: replica.LatestTimestamp}})
-	outbox := node.TakeOutbox()
+	outbox := pass(node)
 	if len(outbox.Clients) != 1 || outbox.Clients[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("answer for an unknown partition: %+v", outbox.Clients)
 	}
@@ -141,7 +148,7 @@ func TestRestartedNodeRecognisesARetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted.HandleClient(ClientRequest{Client: 9, Partition: orders, Produce: &replica.ProduceRequest{ID: 2, Batches: batch(), Acks: replica.AcksLeader, TimeoutTicks: 100}})
-	outbox := restarted.TakeOutbox()
+	outbox := pass(restarted)
 	_, log, _ := restarted.Replica(orders)
 	if len(outbox.Clients) != 1 || outbox.Clients[0].Produce.ErrorCode != 0 || outbox.Clients[0].Produce.BaseOffset != 0 || log.LogEndOffset() != 2 {
 		t.Fatalf("retry after a restart: %+v, log end offset %d; want offset 0 and nothing appended", outbox.Clients, log.LogEndOffset())
@@ -155,7 +162,7 @@ func TestFollowerRebuildsProducerStateAfterTruncation(t *testing.T) {
 	if err := node.ApplyMetadata(metadataFor(1)); err != nil {
 		t.Fatal(err)
 	}
-	fetch := node.TakeOutbox().Peers[0].Message.Fetch
+	fetch := pass(node).Peers[0].Message.Fetch
 	var records []byte
 	for i := 0; i < 4; i++ {
 		records = record.AppendBatch(records, record.BuildOptions{BaseOffset: record.Offset(2 * i), LeaderEpoch: 0,
@@ -163,7 +170,7 @@ func TestFollowerRebuildsProducerStateAfterTruncation(t *testing.T) {
 			Producer: &record.ProducerState{ProducerID: 3000, BaseSequence: int32(2 * i)}})
 	}
 	node.HandlePeer(1, PeerMessage{Partition: orders, FetchResponse: &replica.FetchResponse{ID: fetch.ID, HighWatermark: 0, Records: records}})
-	node.TakeOutbox()
+	pass(node)
 	entries := metadataFor(1)
 	entries = append(entries, metadata.Entry{Offset: int64(len(entries)), Record: metadata.PartitionChange{
 		TopicPartition: orders, Leader: 1, ISR: []metadata.BrokerID{1, 2}, LeaderEpoch: 1, PartitionEpoch: 1,
@@ -171,7 +178,7 @@ func TestFollowerRebuildsProducerStateAfterTruncation(t *testing.T) {
 	if err := node.ApplyMetadata(entries); err != nil {
 		t.Fatal(err)
 	}
-	outbox := node.TakeOutbox()
+	outbox := pass(node)
 	fetch = outbox.Peers[len(outbox.Peers)-1].Message.Fetch
 	node.HandlePeer(1, PeerMessage{Partition: orders, FetchResponse: &replica.FetchResponse{ID: fetch.ID, HighWatermark: 0,
 		DivergingEpoch: &replica.EpochEndOffset{Epoch: 0, EndOffset: 4}}})
@@ -190,10 +197,10 @@ func TestNodeAnswersClientOffsetsForLeaderEpoch(t *testing.T) {
 	if err := node.ApplyMetadata(metadataFor(1)); err != nil {
 		t.Fatal(err)
 	}
-	node.TakeOutbox()
+	pass(node)
 	node.HandleClient(ClientRequest{Client: 4, Partition: orders, OffsetsForLeaderEpoch: &replica.OffsetsForLeaderEpochRequest{
 		ID: 8, ReplicaID: replica.ConsumerReplicaID, CurrentLeaderEpoch: 0, LeaderEpoch: 0}})
-	outbox := node.TakeOutbox()
+	outbox := pass(node)
 	if len(outbox.Clients) != 1 || len(outbox.Peers) != 0 {
 		t.Fatalf("outbox: %+v", outbox)
 	}
@@ -225,7 +232,7 @@ func TestNodeForgetsAcksNoneProducers(t *testing.T) {
 	// One refused (no such partition here) is answered at once.
 	node.HandleClient(ClientRequest{Client: 9, Partition: metadata.TopicPartition{Topic: "orders", Partition: 5},
 		Produce: &replica.ProduceRequest{ID: 7, Acks: replica.AcksNone}})
-	if outbox := node.TakeOutbox(); len(outbox.Clients) != 1 || outbox.Clients[0].ErrorCode == 0 {
+	if outbox := pass(node); len(outbox.Clients) != 1 || outbox.Clients[0].ErrorCode == 0 {
 		t.Fatalf("a refused acks=0 produce: %+v", outbox.Clients)
 	}
 }
@@ -239,21 +246,21 @@ func TestFollowerAnswersDebugRequests(t *testing.T) {
 	if err := node.ApplyMetadata(metadataFor(1)); err != nil {
 		t.Fatal(err)
 	}
-	fetch := node.TakeOutbox().Peers[0].Message.Fetch
+	fetch := pass(node).Peers[0].Message.Fetch
 	var records []byte
 	for i := range 4 {
 		records = record.AppendBatch(records, record.BuildOptions{BaseOffset: record.Offset(2 * i), LeaderEpoch: 0,
 			Records: []record.Record{{Value: []byte("a")}, {Value: []byte("b")}}})
 	}
 	node.HandlePeer(1, PeerMessage{Partition: orders, FetchResponse: &replica.FetchResponse{ID: fetch.ID, HighWatermark: 4, Records: records}})
-	node.TakeOutbox()
+	pass(node)
 	node.HandleClient(ClientRequest{Client: 5, Partition: orders, Fetch: &replica.FetchRequest{ID: 1, ReplicaID: replica.DebugReplicaID,
 		CurrentLeaderEpoch: 0, FetchOffset: 0, MaxBytes: 1 << 16}})
 	node.HandleClient(ClientRequest{Client: 6, Partition: orders, ListOffsets: &replica.ListOffsetsRequest{ID: 2, ReplicaID: replica.DebugReplicaID,
 		CurrentLeaderEpoch: 0, Timestamp: replica.LatestTimestamp}})
 	node.HandleClient(ClientRequest{Client: 7, Partition: orders, Fetch: &replica.FetchRequest{ID: 3, ReplicaID: replica.ConsumerReplicaID,
 		CurrentLeaderEpoch: 0, FetchOffset: 0, MaxBytes: 1 << 16}})
-	outbox := node.TakeOutbox()
+	outbox := pass(node)
 	if len(outbox.Clients) != 3 || len(outbox.Peers) != 0 {
 		t.Fatalf("outbox: %+v", outbox)
 	}

@@ -24,8 +24,9 @@ func (n *Node) process(tp metadata.TopicPartition, p *partition) {
 }
 
 // processFor carries out the replica's Ready, in the order it prescribes,
-// until it has none: log operations, sync, high watermark, then messages,
-// answers and proposals; after a truncation that asks for it, the producer
+// until it has none: log operations, high watermark, then messages,
+// answers and proposals, and marks the log dirty if it asks for a sync
+// (SyncDirty syncs it); after a truncation that asks for it, the producer
 // state is rebuilt from the log before anything else. A log that fails
 // takes the partition offline: a failed write or sync is never retried
 // (docs/storage.md).
@@ -60,10 +61,8 @@ func (n *Node) processFor(tp metadata.TopicPartition, p *partition, to destinati
 			}
 		}
 		n.outbox.Proposals = append(n.outbox.Proposals, ready.Proposals...)
-		if ready.Sync && n.config.SyncLater {
-			n.unsynced[tp] = true
-		} else if ready.Sync && !n.sync(tp, p) {
-			return
+		if ready.Sync {
+			n.unsynced[tp] = true // synced by the pass's SyncDirty
 		}
 	}
 }

@@ -25,7 +25,7 @@ func TestZeroCopyReadsOnlyBelowTheHighWatermark(t *testing.T) {
 	batch := record.Build(record.BuildOptions{Records: []record.Record{{Value: []byte("a")}, {Value: []byte("b")}}})
 	stored := append([]byte(nil), batch...)
 	node.HandleClient(ClientRequest{Client: 9, Partition: orders, Produce: &replica.ProduceRequest{ID: 1, Batches: batch, Acks: replica.AcksLeader}})
-	node.TakeOutbox()
+	pass(node)
 
 	fetch := func(client ClientID, replicaID int) ClientAnswer {
 		t.Helper()
@@ -35,7 +35,7 @@ func TestZeroCopyReadsOnlyBelowTheHighWatermark(t *testing.T) {
 			request.ReplicaID, request.ReplicaEpoch = 2, 7
 		}
 		node.HandleClient(ClientRequest{Client: client, Partition: orders, Fetch: request})
-		answers := node.TakeOutbox().Clients
+		answers := pass(node).Clients
 		if len(answers) != 1 || answers[0].Fetch == nil || answers[0].Fetch.ErrorCode != 0 {
 			t.Fatalf("fetch answered %+v", answers)
 		}
@@ -49,7 +49,7 @@ func TestZeroCopyReadsOnlyBelowTheHighWatermark(t *testing.T) {
 	}
 	node.HandleClient(ClientRequest{Client: 2, Partition: orders, Fetch: &replica.FetchRequest{ID: 2, ReplicaID: 2, ReplicaEpoch: 7,
 		FetchOffset: 2, LastFetchedEpoch: 0, MaxBytes: 1 << 16}})
-	node.TakeOutbox()
+	pass(node)
 	if r, _, _ := node.Replica(orders); r.HighWatermark() != 2 {
 		t.Fatalf("high watermark %d, want 2", r.HighWatermark())
 	}

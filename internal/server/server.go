@@ -240,6 +240,7 @@ func (s *Server) loop(ctx context.Context) error {
 				break
 			}
 			s.handle(e)
+			s.handleQueued(shutdown)
 		case <-done:
 			done = nil
 			if timedOut {
@@ -274,6 +275,29 @@ func (s *Server) loop(ctx context.Context) error {
 			// changes nothing: the session expiry will fence it instead.
 			s.log.Warn("no active controller answers; stopping without a controlled shutdown")
 			return nil
+		}
+	}
+}
+
+// maxEventsPerPass bounds the events one pass of the node loop takes
+// before it syncs and flushes: requests that arrive together share one
+// fsync per log (group commit), and a steady stream of events still gets
+// its acks out after a bounded batch.
+const maxEventsPerPass = 256
+
+// handleQueued takes the events already waiting, up to maxEventsPerPass,
+// without blocking: the rest of the pass.
+func (s *Server) handleQueued(shutdown func()) {
+	for range maxEventsPerPass {
+		select {
+		case e := <-s.inbox:
+			if e.kind == eventShutdownBroker {
+				shutdown()
+				continue
+			}
+			s.handle(e)
+		default:
+			return
 		}
 	}
 }
@@ -368,10 +392,14 @@ func (s *Server) handleAnswer(answer quorum.Answer) {
 	}
 }
 
-// flush carries out what the cores have for the outside: the broker's
-// answers to Kafka clients, its requests to controllers, and every quorum
-// Ready.
+// flush ends a pass of the node loop: the logs the pass wrote are synced,
+// each once (group commit, broker.Node.SyncDirty), then what the cores
+// have for the outside goes out: the broker's answers to Kafka clients,
+// the fetchers' requests, requests to controllers, and every quorum Ready.
 func (s *Server) flush() error {
+	if node := s.lifecycle.Node(); node != nil {
+		node.SyncDirty()
+	}
 	s.frontend.SetControllerHint(s.controllerHint())
 	out := s.frontend.Flush()
 	s.carryOutFetcher(out)

@@ -256,7 +256,7 @@ func (s *Script) Sync(id metadata.BrokerID) error {
 		return err
 	}
 	if b.node != nil {
-		b.node.SyncAll()
+		b.node.SyncDirty()
 		s.w.flush(b)
 	}
 	return nil

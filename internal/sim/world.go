@@ -146,7 +146,7 @@ func (w *world) newNode(b *brokerProcess, epoch metadata.BrokerEpoch) *broker.No
 		ID: b.id, FS: b.disk, Dir: "data", FlushAlways: w.shape.flushAlways,
 		SegmentBytes: 64 << 10, MaxBatchBytes: w.shape.maxBatchBytes,
 		ReplicaLagTicks: replicaLagTicks, FetchRetryTicks: fetchRetryTicks, ProposalRetryTicks: proposalRetryTicks,
-		MaxPendingProduces: 1000, Rules: w.rules, SyncLater: true,
+		MaxPendingProduces: 1000, Rules: w.rules,
 	}, epoch)
 	b.node.Observe(w.checker.observe(b))
 	b.vouched = b.cleanEpoch != metadata.NoBrokerEpoch
@@ -182,7 +182,7 @@ func (w *world) stepMachine(b *brokerProcess) {
 // the node) and sends what it has.
 func (w *world) stepBroker(b *brokerProcess) {
 	if b.node != nil && w.random.Float64() < w.shape.syncRate {
-		b.node.SyncAll()
+		b.node.SyncDirty()
 	}
 	b.lifecycle.Tick()
 	w.flush(b)
