@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tidelog/tide/internal/rules"
 	"github.com/tidelog/tide/internal/sim"
+	"github.com/tidelog/tide/internal/wire"
 )
 
 type simOptions struct {
@@ -31,6 +33,9 @@ type simOptions struct {
 	runTicks   int64
 	faultsFrom int64
 	shrink     bool
+	// requireEveryAPI fails a run that leaves an API key tide serves
+	// unexercised.
+	requireEveryAPI bool
 }
 
 func newSimCommand() *cobra.Command {
@@ -71,6 +76,7 @@ for a smaller run that fails the same way. The same seed gives the same run.
 	flags.Int64Var(&options.runTicks, "run-ticks", 0, "ticks of faults before healing (default 3000)")
 	flags.Int64Var(&options.faultsFrom, "faults-from", 0, "inject no fault before this tick")
 	flags.BoolVar(&options.shrink, "shrink", false, "on a failure, search for a smaller run that fails the same way")
+	flags.BoolVar(&options.requireEveryAPI, "require-every-api", false, "exit 1 when the seeds left an API key tide serves without a request")
 	return command
 }
 
@@ -131,6 +137,9 @@ func runSim(cmd *cobra.Command, options simOptions) error {
 		shrunk := shrinkFailure(template, summary.failure, out, cmd.ErrOrStderr())
 		summary.failure = &shrunk
 	}
+	if missing := summary.unexercised(); summary.failure == nil && options.requireEveryAPI && len(missing) > 0 {
+		return fmt.Errorf("%d seeds sent no %s request through wire", summary.seeds, strings.Join(missing, ", "))
+	}
 	if summary.failure == nil {
 		if options.trace != "" && options.seed != 0 {
 			return os.WriteFile(options.trace, []byte(strings.Join(summary.last.Trace, "\n")+"\n"), 0o644)
@@ -151,8 +160,10 @@ type simSummary struct {
 	ticks  int64
 	acked  int
 	faults map[string]int
-	// idempotence sums Stats.Idempotence over the seeds.
+	// idempotence sums Stats.Idempotence over the seeds; apiRequests
+	// Stats.APIRequests, by API name.
 	idempotence map[string]int
+	apiRequests map[string]int
 	elapsed     time.Duration
 	failure     *sim.Result
 	last        sim.Result
@@ -163,7 +174,7 @@ type simSummary struct {
 // failure (the lowest failing seed among those run).
 func runSeeds(options simOptions, template sim.Options, out, progress io.Writer) simSummary {
 	began := time.Now()
-	summary := simSummary{faults: map[string]int{}, idempotence: map[string]int{}}
+	summary := simSummary{faults: map[string]int{}, idempotence: map[string]int{}, apiRequests: map[string]int{}}
 	seeds := make(chan uint64)
 	results := make(chan sim.Result)
 	var workers sync.WaitGroup
@@ -201,6 +212,9 @@ func runSeeds(options simOptions, template sim.Options, out, progress io.Writer)
 		for kind, count := range result.Stats.Idempotence() {
 			summary.idempotence[kind] += count
 		}
+		for key, count := range result.Stats.APIRequests() {
+			summary.apiRequests[kmsg.NameForKey(key)] += count
+		}
 		summary.last = result
 		if options.json {
 			line, _ := json.Marshal(seedJSON(result))
@@ -226,6 +240,19 @@ func runSeeds(options simOptions, template sim.Options, out, progress io.Writer)
 	return summary
 }
 
+// unexercised lists the API keys tide serves that no request of the
+// summary's seeds went through, by name.
+func (summary simSummary) unexercised() []string {
+	var missing []string
+	for key := range wire.ServedVersions() {
+		if name := kmsg.NameForKey(key); summary.apiRequests[name] == 0 {
+			missing = append(missing, name)
+		}
+	}
+	sort.Strings(missing)
+	return missing
+}
+
 // printCounts prints a line of counts by kind, in name order.
 func printCounts(out io.Writer, title string, counts map[string]int) {
 	var kinds []string
@@ -246,6 +273,10 @@ func printSummary(out io.Writer, summary simSummary) {
 		summary.seeds, summary.elapsed.Round(time.Millisecond), rate, summary.ticks, summary.acked)
 	printCounts(out, "faults:", summary.faults)
 	printCounts(out, "idempotence:", summary.idempotence)
+	printCounts(out, "requests through wire:", summary.apiRequests)
+	if missing := summary.unexercised(); len(missing) > 0 {
+		fmt.Fprintf(out, "not exercised: %s\n", strings.Join(missing, " "))
+	}
 	if summary.failure == nil {
 		fmt.Fprintln(out, "violations: none")
 		return
@@ -283,7 +314,7 @@ func seedJSON(result sim.Result) map[string]any {
 
 func printJSONSummary(out io.Writer, summary simSummary) {
 	entry := map[string]any{"seeds": summary.seeds, "ticks": summary.ticks, "acked": summary.acked, "faults": summary.faults,
-		"idempotence": summary.idempotence, "seconds": summary.elapsed.Seconds()}
+		"idempotence": summary.idempotence, "requests": summary.apiRequests, "seconds": summary.elapsed.Seconds()}
 	if summary.failure != nil {
 		entry["failure"] = seedJSON(*summary.failure)
 	}

@@ -1,7 +1,11 @@
 package sim
 
 import (
-	"github.com/tidelog/tide/internal/controller"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/quorum"
 )
@@ -12,6 +16,8 @@ import (
 type adminState struct {
 	nextID  uint64
 	answers map[uint64]quorum.Answer
+	// scratch numbers the admin workload's scratch topics.
+	scratch int
 }
 
 // adminRequest sends a request to the active controller and returns its
@@ -46,11 +52,17 @@ func (w *world) adminAnswer(id uint64) (quorum.Answer, bool) {
 	return answer, ok
 }
 
-// topicCreator creates the workload's topic: it asks until the controller
-// has created it (it needs enough unfenced brokers for its replication
+// adminClient is the address of the random runs' admin client, which
+// speaks Kafka to a broker like kafka-topics.sh does.
+var adminClient = clientAddress(1 << 16)
+
+// topicCreator creates the workload's topic with CreateTopics through a
+// broker, which forwards it to the active controller (KIP-590) and answers
+// once its own metadata shows the topic: it asks until a broker says the
+// topic exists (it needs enough unfenced brokers for its replication
 // factor, and an active controller).
 type topicCreator struct {
-	pending uint64
+	pending bool
 	askedAt int64
 	created bool
 }
@@ -59,35 +71,54 @@ func (w *world) createTopicStep(t *topicCreator) bool {
 	if t.created {
 		return true
 	}
-	if t.pending != 0 {
-		if answer, ok := w.adminAnswer(t.pending); ok {
-			t.pending = 0
-			t.created = answer.ErrorCode == 0
-			return t.created
-		}
-		if w.now-t.askedAt < controllerRequestTicks {
-			return false
-		}
+	if t.pending && w.now-t.askedAt < controllerRequestTicks*5 {
+		return false
 	}
-	t.askedAt = w.now
-	t.pending = w.adminRequest(quorum.Request{CreateTopic: &controller.CreateTopicRequest{
-		Name: "events", Partitions: w.shape.partitions, ReplicationFactor: w.shape.replicationFactor,
-		Config: metadata.TopicConfig{MinInsyncReplicas: w.shape.minInsyncReplicas},
-	}})
+	t.askedAt, t.pending = w.now, true
+	request := kmsg.NewPtrCreateTopicsRequest()
+	request.Version, request.TimeoutMillis = int16(2+w.random.IntN(6)), int32(controllerRequestTicks*5*10)
+	topic := kmsg.NewCreateTopicsRequestTopic()
+	topic.Topic, topic.NumPartitions, topic.ReplicationFactor = workloadTopic, int32(w.shape.partitions), int16(w.shape.replicationFactor)
+	config := kmsg.NewCreateTopicsRequestTopicConfig()
+	config.Name, config.Value = "min.insync.replicas", kmsg.StringPtr(fmt.Sprint(w.shape.minInsyncReplicas))
+	topic.Configs = append(topic.Configs, config)
+	request.Topics = append(request.Topics, topic)
+	asked := t.askedAt
+	to := metadata.BrokerID(1 + w.random.IntN(len(w.brokers)))
+	w.client(adminClient).send(to, request, func(response kmsg.Response, ok bool) {
+		if asked != t.askedAt {
+			return // a newer request is out
+		}
+		t.pending = false
+		if !ok {
+			return
+		}
+		topics := response.(*kmsg.CreateTopicsResponse).Topics
+		if len(topics) == 1 && (topics[0].ErrorCode == 0 || topics[0].ErrorCode == kerr.TopicAlreadyExists.Code) {
+			t.created = true
+		}
+	})
 	return false
 }
 
-// electPreferred asks the active controller for a preferred leader
-// election over every partition, without waiting for the answer.
-func (w *world) electPreferred() uint64 {
-	return w.adminRequest(quorum.Request{ElectPreferred: &quorum.ElectPreferredRequest{}})
+// electPreferred asks a broker for a preferred leader election over every
+// partition (ElectLeaders with null topics), without waiting for the
+// answer.
+func (w *world) electPreferred() {
+	request := kmsg.NewPtrElectLeadersRequest()
+	request.Version, request.TimeoutMillis = int16(w.random.IntN(3)), 30_000
+	to := metadata.BrokerID(1 + w.random.IntN(len(w.brokers)))
+	w.client(adminClient).send(to, request, func(kmsg.Response, bool) {})
 }
 
-// partitions lists every partition of the newest committed metadata.
+// partitions lists the workload topic's partitions in the newest
+// committed metadata.
 func (w *world) partitions() []metadata.TopicPartition {
 	var list []metadata.TopicPartition
 	for _, state := range w.metadataImage().Partitions() {
-		list = append(list, state.TopicPartition)
+		if state.Topic == workloadTopic {
+			list = append(list, state.TopicPartition)
+		}
 	}
 	return list
 }

@@ -196,23 +196,6 @@ func (b *brokerProcess) addresses() []address {
 	return list
 }
 
-// isolationLinks are the links between a machine and every other, both
-// ways.
-func (w *world) isolationLinks(b *brokerProcess) []link {
-	var links []link
-	for _, other := range w.machines {
-		if other == b {
-			continue
-		}
-		for _, from := range b.addresses() {
-			for _, to := range other.addresses() {
-				links = append(links, link{from, to}, link{to, from})
-			}
-		}
-	}
-	return links
-}
-
 // makeZombie composes the faults of KAFKA-6880: a follower is cut off from
 // the controllers (it keeps fetching with the metadata it has) and the
 // leader it follows shuts down, so that leadership moves away and, with a
@@ -256,8 +239,11 @@ func (w *world) partition() {
 	case 3: // cut a broker off the controllers only: it keeps replicating
 		// while it misses metadata, the zombie of KAFKA-6880
 		cut = w.controllerLinks(a)
-	case 0: // isolate a machine from everyone
-		cut = w.isolationLinks(a)
+	case 0: // blackhole a machine: everything it sends or is sent is
+		// dropped, clients' packets too, and every connection stays open
+		until := w.now + 20 + r.Int64N(400)
+		w.blackhole(a, until)
+		return
 	case 1: // two brokers cannot talk, both ways
 		b := w.brokers[r.IntN(len(w.brokers))]
 		if a == b {
@@ -303,6 +289,18 @@ func (w *world) partitionController(c *controllerNode) {
 	w.trace("controller partition: c%d cut off %s until %d", c.id, [...]string{"the other controllers", "the brokers", "everyone"}[kind], until)
 }
 
+// blackhole drops every packet to and from a machine's addresses until
+// the tick given, leaving its connections open: neither side learns of it
+// but by its own timeouts (a fetcher's, a client's, the controller's
+// session timeout).
+func (w *world) blackhole(b *brokerProcess, until int64) {
+	for _, a := range b.addresses() {
+		w.network.blackholed[a] = until
+	}
+	w.stats.blackholes++
+	w.trace("%s is blackholed until %d", w.machineName(b), until)
+}
+
 func (w *world) cutLinks(links []link, until int64) {
 	for _, l := range links {
 		w.network.cut[l] = true
@@ -316,6 +314,11 @@ type cutUntil struct {
 }
 
 func (w *world) healPartitions() {
+	for _, a := range sortedAddresses(w.network.blackholed) {
+		if w.now >= w.network.blackholed[a] {
+			delete(w.network.blackholed, a)
+		}
+	}
 	kept := w.partitionsUntil[:0]
 	for _, c := range w.partitionsUntil {
 		if w.now >= c.until {
@@ -325,4 +328,17 @@ func (w *world) healPartitions() {
 		kept = append(kept, c)
 	}
 	w.partitionsUntil = kept
+}
+
+func sortedAddresses(m map[address]int64) []address {
+	list := make([]address, 0, len(m))
+	for a := range m {
+		list = append(list, a)
+	}
+	for i := 1; i < len(list); i++ {
+		for j := i; j > 0 && list[j] < list[j-1]; j-- {
+			list[j], list[j-1] = list[j-1], list[j]
+		}
+	}
+	return list
 }

@@ -7,7 +7,6 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 
-	"github.com/tidelog/tide/internal/broker"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/quorum"
 )
@@ -43,9 +42,8 @@ type message struct {
 	deliverAt int64
 	sequence  uint64
 
-	peer          *broker.PeerMessage
-	clientRequest *broker.ClientRequest
-	clientAnswer  *broker.ClientAnswer
+	// kafka is Kafka bytes on a connection (kafka.go).
+	kafka *kafkaPacket
 	// request and answer are the controller protocol, raft a message
 	// between controllers.
 	request *quorum.Request
@@ -94,18 +92,45 @@ type network struct {
 	// releases the link. Random runs hold nothing.
 	holding map[link]bool
 	onHold  map[link][]*message
+	// resets are the connections a lost packet resets, at the next tick.
+	resets []connID
+	// blackholed are addresses whose packets are all dropped, to and from
+	// anyone, clients too, while every connection stays open: a node whose
+	// network silently stops (a pulled cable, a dropping firewall), until
+	// the time given.
+	blackholed map[address]int64
+}
+
+// lost reports whether a link drops what it carries: cut, or an end
+// blackholed.
+func (n *network) lost(l link) bool {
+	if n.cut[l] {
+		return true
+	}
+	_, from := n.blackholed[l.from]
+	_, to := n.blackholed[l.to]
+	return from || to
 }
 
 func newNetwork(w *world) *network {
 	return &network{w: w, inFlight: newQueue(), lastDelivery: map[link]int64{}, cut: map[link]bool{},
-		holding: map[link]bool{}, onHold: map[link][]*message{}}
+		holding: map[link]bool{}, onHold: map[link][]*message{}, blackholed: map[address]int64{}}
 }
 
 // send puts a message on the network.
 func (n *network) send(m *message) {
 	l := link{m.from, m.to}
-	if n.cut[l] || (n.w.random.Float64() < n.w.shape.messageLossRate && n.w.now >= n.w.options.FaultsFrom) {
+	if n.lost(l) {
 		n.w.stats.messagesLost++
+		return // blackholed: the connection, if any, stays open
+	}
+	if n.w.random.Float64() < n.w.shape.messageLossRate && n.w.now >= n.w.options.FaultsFrom {
+		n.w.stats.messagesLost++
+		if m.kafka != nil {
+			// TCP does not lose a packet silently: a lost one on a live
+			// connection is a reset, which both ends learn of.
+			n.resets = append(n.resets, m.kafka.conn)
+		}
 		return
 	}
 	n.sequence++
@@ -200,7 +225,7 @@ func (n *network) due() []*message {
 	var ready []*message
 	for !n.inFlight.empty() && n.inFlight.peek().deliverAt <= n.w.now {
 		m := n.inFlight.pop()
-		if n.cut[link{m.from, m.to}] {
+		if n.lost(link{m.from, m.to}) {
 			n.w.stats.messagesLost++
 			continue
 		}

@@ -164,15 +164,22 @@ func (s shape) String() string {
 
 // Timing, in ticks (a tick is a virtual 10 ms).
 const (
-	defaultRunTicks        = 3000
-	defaultHealTicks       = 3000
-	heartbeatTicks         = 5
-	sessionTimeoutTicks    = 60
-	replicaLagTicks        = 100
-	fetchRetryTicks        = 20
-	proposalRetryTicks     = 40
-	produceTimeoutTicks    = 300
-	checkEveryTicks        = 50
-	maxMetadataPerAnswer   = 1 << 20
-	clientRequestLostTicks = 400
+	defaultRunTicks     = 3000
+	defaultHealTicks    = 3000
+	heartbeatTicks      = 5
+	sessionTimeoutTicks = 60
+	replicaLagTicks     = 100
+	fetchRetryTicks     = 20
+	// A follower's fetcher asks its leader to hold a fetch up to
+	// replicaFetchMaxWaitTicks (replica.fetch.wait.max.ms, 100 ms here)
+	// and gives a request up replicaRequestTimeoutTicks past that; the
+	// replica itself gives a fetch up only after both.
+	replicaFetchMaxWaitTicks   = 10
+	replicaRequestTimeoutTicks = 30
+	replicaFetchTimeoutTicks   = 2 * (replicaFetchMaxWaitTicks + replicaRequestTimeoutTicks)
+	proposalRetryTicks         = 40
+	produceTimeoutTicks        = 300
+	checkEveryTicks            = 50
+	maxMetadataPerAnswer       = 1 << 20
+	clientRequestLostTicks     = 400
 )

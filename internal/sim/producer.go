@@ -5,8 +5,8 @@ import (
 	"math"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tidelog/tide/internal/broker"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
@@ -103,7 +103,8 @@ func (load *workload) maybeRetry(p *producer, pending *pendingProduce) {
 	}
 }
 
-// maybeInitProducerID asks a registered broker for a producer id.
+// maybeInitProducerID asks a registered broker for a producer id, with
+// InitProducerId at a version drawn from the served range.
 func (load *workload) maybeInitProducerID(p *producer) {
 	w := load.w
 	if p.initSentAt >= 0 && w.now-p.initSentAt < clientRequestLostTicks {
@@ -115,16 +116,29 @@ func (load *workload) maybeInitProducerID(p *producer) {
 	}
 	to := brokers[w.random.IntN(len(brokers))].ID
 	p.initSentAt, p.initRequestID = w.now, uint64(w.now)
-	w.network.send(&message{from: clientAddress(p.id), to: brokerAddress(to), clientRequest: &broker.ClientRequest{
-		Client: broker.ClientID(clientAddress(p.id)), InitProducerID: &broker.InitProducerIDRequest{ID: uint64(w.now)},
-	}})
+	asked := p.initRequestID
+	request := kmsg.NewPtrInitProducerIDRequest()
+	request.Version = int16(w.random.IntN(5))
+	request.TransactionTimeoutMillis = 60_000
+	w.client(clientAddress(p.id)).send(to, request, func(response kmsg.Response, ok bool) {
+		if !ok {
+			load.initProducerIDAnswered(p, asked, nil)
+			return
+		}
+		load.initProducerIDAnswered(p, asked, response.(*kmsg.InitProducerIDResponse))
+	})
 }
 
-func (load *workload) initProducerIDAnswered(p *producer, answer *broker.InitProducerIDAnswer) {
-	if !p.idempotent || p.producerID >= 0 || answer.ID != p.initRequestID || answer.ErrorCode != 0 {
-		if answer.ErrorCode != 0 {
+// initProducerIDAnswered takes the answer to the InitProducerId asked as
+// request asked; nil is no answer (the connection failed).
+func (load *workload) initProducerIDAnswered(p *producer, asked uint64, answer *kmsg.InitProducerIDResponse) {
+	if answer == nil || answer.ErrorCode != 0 {
+		if asked == p.initRequestID {
 			p.initSentAt = load.w.now - clientRequestLostTicks + retryBackoffTicks
 		}
+		return
+	}
+	if !p.idempotent || p.producerID >= 0 || asked != p.initRequestID {
 		return
 	}
 	p.producerID, p.producerEpoch = answer.ProducerID, answer.ProducerEpoch
@@ -175,22 +189,65 @@ func (load *workload) sendProduce(p *producer, pending *pendingProduce) {
 		header, _ := record.ParseHeader(pending.batch)
 		w.trace("producer %d: retry %d of %s seq %d to b%d", p.id, pending.attempts-1, pending.partition, header.BaseSequence, state.Leader)
 	}
-	sent := append([]byte(nil), pending.batch...)
-	w.network.send(&message{from: clientAddress(p.id), to: brokerAddress(state.Leader), clientRequest: &broker.ClientRequest{
-		Client: broker.ClientID(clientAddress(p.id)), Partition: pending.partition,
-		Produce: &replica.ProduceRequest{ID: pending.id, Batches: sent, Acks: pending.acks, TimeoutTicks: produceTimeoutTicks},
-	}})
+	request := produceRequest(pending.partition, append([]byte(nil), pending.batch...), pending.acks, int16(3+w.random.IntN(7)))
+	sent := w.client(clientAddress(p.id)).send(state.Leader, request, func(response kmsg.Response, ok bool) {
+		if !ok {
+			load.produceFailed(p, pending)
+			return
+		}
+		code, base := produceResult(response.(*kmsg.ProduceResponse))
+		load.produceAnswered(p, pending, code, base)
+	})
+	if !sent {
+		pending.retryAt = w.now + retryBackoffTicks
+		return
+	}
 	w.stats.produces++
 }
 
-func (load *workload) produceAnswered(p *producer, answer *broker.ClientAnswer) {
-	pending := p.pending[answer.Partition]
-	if pending == nil || (answer.Produce != nil && answer.Produce.ID != pending.id) {
+// produceRequest is a Produce of one batch to one partition, at a version
+// from the served range.
+func produceRequest(tp metadata.TopicPartition, batch []byte, acks int16, version int16) *kmsg.ProduceRequest {
+	request := kmsg.NewPtrProduceRequest()
+	request.Version, request.Acks, request.TimeoutMillis = version, acks, int32(produceTimeoutTicks*10)
+	topic := kmsg.NewProduceRequestTopic()
+	topic.Topic = tp.Topic
+	partition := kmsg.NewProduceRequestTopicPartition()
+	partition.Partition, partition.Records = tp.Partition, batch
+	topic.Partitions = append(topic.Partitions, partition)
+	request.Topics = append(request.Topics, topic)
+	return request
+}
+
+// produceResult is the one partition's code and base offset of a Produce
+// response, or UNKNOWN_SERVER_ERROR when the response does not carry it.
+func produceResult(response *kmsg.ProduceResponse) (int16, record.Offset) {
+	if len(response.Topics) != 1 || len(response.Topics[0].Partitions) != 1 {
+		return kerr.UnknownServerError.Code, -1
+	}
+	partition := response.Topics[0].Partitions[0]
+	return partition.ErrorCode, record.Offset(partition.BaseOffset)
+}
+
+// produceFailed is a produce whose connection failed before it was
+// answered: the request or its answer may have been lost, so an
+// idempotent producer resends the same batch, and a plain one gives up.
+func (load *workload) produceFailed(p *producer, pending *pendingProduce) {
+	if p.pending[pending.partition] != pending {
 		return
 	}
-	code := answer.ErrorCode
-	if answer.Produce != nil {
-		code = answer.Produce.ErrorCode
+	if !p.retry {
+		delete(p.pending, pending.partition)
+		return
+	}
+	if pending.retryAt == 0 {
+		pending.retryAt = load.w.now + retryBackoffTicks
+	}
+}
+
+func (load *workload) produceAnswered(p *producer, pending *pendingProduce, code int16, base record.Offset) {
+	if p.pending[pending.partition] != pending {
+		return // an answer to a batch given up since
 	}
 	switch code {
 	case kerr.OutOfOrderSequenceNumber.Code:
@@ -203,14 +260,14 @@ func (load *workload) produceAnswered(p *producer, answer *broker.ClientAnswer) 
 		load.w.trace("producer %d: %s epoch %d seq %d (acks=%d) refused: %s", p.id, pending.partition, header.ProducerEpoch, header.BaseSequence, pending.acks, kerr.ErrorForCode(code).Error())
 	}
 	switch {
-	case code == 0 && answer.Produce != nil:
+	case code == 0:
 		delete(p.pending, pending.partition)
 		load.w.stats.acked++
 		if pending.attempts > 1 {
 			load.w.stats.ackedAfterRetry++
 		}
 		if pending.acks == replica.AcksAll {
-			load.w.checker.observeAck(pending.partition, answer.Produce.BaseOffset, pending.batch)
+			load.w.checker.observeAck(pending.partition, base, pending.batch)
 		}
 	case p.retry && retriable(code):
 		if pending.retryAt == 0 {

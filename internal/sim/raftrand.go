@@ -54,3 +54,14 @@ func newRaftSource(seed uint64) *mrand.ChaCha8 {
 	key[8] = 'r'
 	return mrand.NewChaCha8(key)
 }
+
+// newWireSource is the seeded source of a world's wire handlers' response
+// markers (wire.Config.Random).
+func newWireSource(seed uint64) *mrand.ChaCha8 {
+	var key [32]byte
+	for i := range 8 {
+		key[i] = byte(seed >> (8 * i))
+	}
+	key[8] = 'w'
+	return mrand.NewChaCha8(key)
+}

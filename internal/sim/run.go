@@ -26,7 +26,13 @@ type Stats struct {
 	shutdowns    int
 	truncations  int
 	messagesLost int
-	zombies      int
+	// connectionResets are Kafka connections reset by a lost packet.
+	connectionResets int
+	// blackholes are machines whose packets were all dropped for a while.
+	blackholes int
+	// apiRequests counts the Kafka requests brokers took, by API key.
+	apiRequests map[int16]int
+	zombies     int
 	// The metadata quorum's faults.
 	controllerCrashes    int
 	controllerPauses     int
@@ -65,7 +71,7 @@ func (s Stats) Faults() map[string]int {
 		"preferred-election": s.preferred, "controlled-shutdown": s.shutdowns, "message-loss": s.messagesLost,
 		"zombie": s.zombies, "controller-crash": s.controllerCrashes, "controller-pause": s.controllerPauses,
 		"controller-partition": s.controllerPartitions, "failover-chain": s.failoverChains,
-		"disk-replacement": s.diskReplacements,
+		"disk-replacement": s.diskReplacements, "connection-reset": s.connectionResets, "blackhole": s.blackholes,
 	}
 }
 
@@ -118,7 +124,9 @@ func newWorld(options Options) *world {
 // or a script's.
 func newWorldOfShape(options Options, random *rand.Rand, shape shape) *world {
 	w := &world{options: options, random: random, shape: shape, traceLog: newTraceLog(options.TraceLines),
-		raftSource: newRaftSource(options.Seed), tracedOffset: -1}
+		raftSource: newRaftSource(options.Seed), tracedOffset: -1,
+		kafka:   kafkaNet{conns: map[connID]*simConn{}, apiRequests: map[int16]int{}},
+		clients: map[address]*kafkaClient{}, wireRandom: newWireSource(options.Seed)}
 	for _, rule := range options.Legacy {
 		w.rules = w.rules.Without(rule)
 	}
@@ -165,6 +173,7 @@ const dedicatedControllerBase = 1001
 func (w *world) result(result Result) Result {
 	result.Stats = w.stats
 	result.Stats.Ticks = w.now
+	result.Stats.apiRequests = w.kafka.apiRequests
 	result.Acked = w.stats.acked
 	result.Violation = w.checker.violation
 	result.Trace = w.traceLog.lines()
@@ -194,9 +203,11 @@ func (w *world) tick(workload, faults bool) {
 	if workload {
 		w.workload.tick()
 	}
+	w.resetLostConns()
 	for _, m := range w.network.due() {
 		w.dispatch(m)
 	}
+	w.tickClients()
 	for _, b := range w.machines {
 		w.stepMachine(b)
 	}
@@ -211,10 +222,8 @@ func (w *world) dispatch(m *message) {
 		if machine := w.machineOf(m.to); machine != nil {
 			w.deliver(machine, m)
 		}
-	case w.script != nil:
-		w.script.answered(m)
 	default:
-		w.workload.answered(m.to, m)
+		w.clientReceived(m)
 	}
 }
 
@@ -225,6 +234,7 @@ func (w *world) dispatch(m *message) {
 func (w *world) heal(healTicks int64) {
 	w.trace("healing")
 	w.network.cut = map[link]bool{}
+	w.network.blackholed = map[address]int64{}
 	w.partitionsUntil = nil
 	for _, b := range w.machines {
 		switch {
@@ -256,7 +266,7 @@ func (w *world) heal(healTicks int64) {
 // acknowledged with acks=all since healing began.
 func (w *world) checkProducedAfterHealing(healedAt int64) {
 	for _, state := range w.metadataImage().Partitions() {
-		if w.allowedOffline(state) {
+		if w.allowedOffline(state) || state.Topic != workloadTopic {
 			continue
 		}
 		if w.checker.lastAck[state.TopicPartition] <= healedAt {

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/tidelog/tide/internal/broker"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/tidelog/tide/internal/controller"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/quorum"
@@ -62,8 +63,10 @@ type Script struct {
 	produces []scriptProduce
 	// consumer is the one consumer client (client 0): its answers, and the
 	// position it reads from.
-	consumerAnswer *broker.ClientAnswer
-	output         []string
+	consumerAnswer kmsg.Response
+	// fetchFrom is where the consumer's last fetch read from.
+	fetchFrom record.Offset
+	output    []string
 	// lastSeen is each replica's row as it was when last running, for the
 	// table's offline rows.
 	lastSeen    map[metadata.BrokerID]replicaRow
@@ -229,41 +232,36 @@ func (s *Script) Produce(id metadata.BrokerID, count int, acks int16) error {
 	batch := record.Build(record.BuildOptions{Records: records, LeaderEpoch: record.NoLeaderEpoch, BaseTimestampMs: s.w.now * 10})
 	s.produces = append(s.produces, scriptProduce{acks: acks, batch: batch})
 	number := len(s.produces)
-	from := clientAddress(number)
-	s.w.network.send(&message{from: from, to: brokerAddress(id), clientRequest: &broker.ClientRequest{
-		Client: broker.ClientID(from), Partition: s.partition,
-		Produce: &replica.ProduceRequest{ID: uint64(number), Batches: append([]byte(nil), batch...), Acks: acks, TimeoutTicks: produceTimeoutTicks},
-	}})
+	request := produceRequest(s.partition, append([]byte(nil), batch...), acks, 9)
+	sent := s.w.client(clientAddress(number)).send(id, request, func(response kmsg.Response, ok bool) {
+		s.produceAnswered(number, id, response, ok)
+	})
+	if !sent {
+		s.note("produce %d: no connection to %d", number, id)
+	}
 	return nil
 }
 
-// answered takes a broker's answer to one of the script's clients.
-func (s *Script) answered(m *message) {
-	answer := m.clientAnswer
-	number := int(-1 - m.to)
-	if number == consumerClient {
-		s.consumerAnswer = answer
-		return
-	}
+// produceAnswered takes a broker's answer to one of the script's
+// producers; ok false is its connection failing first.
+func (s *Script) produceAnswered(number int, from metadata.BrokerID, response kmsg.Response, ok bool) {
 	p := &s.produces[number-1]
 	p.answered = true
-	if answer.Produce == nil || answer.Produce.ErrorCode != 0 {
-		s.note("produce %d answered by %d: %s", number, m.from, errorName(answerCode(answer)))
+	if !ok {
+		s.note("produce %d: the connection to %d failed", number, from)
 		return
 	}
-	end := answer.Produce.BaseOffset + record.Offset(recordCount(p.batch))
+	code, base := produceResult(response.(*kmsg.ProduceResponse))
+	if code != 0 {
+		s.note("produce %d answered by %d: %s", number, from, errorName(code))
+		return
+	}
+	end := base + record.Offset(recordCount(p.batch))
 	p.acked = true
-	s.note("produce %d answered by %d: acked offsets [%d, %d)", number, m.from, answer.Produce.BaseOffset, end)
+	s.note("produce %d answered by %d: acked offsets [%d, %d)", number, from, base, end)
 	if p.acks == replica.AcksAll {
-		s.w.checker.observeAck(answer.Partition, answer.Produce.BaseOffset, p.batch)
+		s.w.checker.observeAck(s.partition, base, p.batch)
 	}
-}
-
-func answerCode(answer *broker.ClientAnswer) int16 {
-	if answer.Produce != nil {
-		return answer.Produce.ErrorCode
-	}
-	return answer.ErrorCode
 }
 
 func recordCount(batch []byte) int32 {

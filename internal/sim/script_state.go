@@ -6,12 +6,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/tidelog/tide/internal/broker"
 	"github.com/tidelog/tide/internal/leaderepoch"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/quorum"
 	"github.com/tidelog/tide/internal/record"
-	"github.com/tidelog/tide/internal/replica"
 )
 
 // replicaRow is one replica's line of the table.
@@ -51,18 +49,18 @@ func (s *Script) State() string {
 	}
 	for _, l := range s.w.network.heldLinks() {
 		fmt.Fprintf(&out, "held %s->%s:\n", shortAddress(l.from), shortAddress(l.to))
-		describeHeld(&out, s.w.network.onHold[l])
+		s.w.describeHeld(&out, s.w.network.onHold[l])
 	}
 	return out.String()
 }
 
 // describeHeld lists held messages, one line for a run of identical ones
 // (a follower's retried fetches, a broker's repeated heartbeat answers).
-func describeHeld(out *strings.Builder, held []*message) {
+func (w *world) describeHeld(out *strings.Builder, held []*message) {
 	for i := 0; i < len(held); {
-		line := describeMessage(held[i])
+		line := w.describeMessage(held[i])
 		j := i + 1
-		for j < len(held) && describeMessage(held[j]) == line {
+		for j < len(held) && w.describeMessage(held[j]) == line {
 			j++
 		}
 		if j-i > 1 {
@@ -117,11 +115,11 @@ func describeLeader(id metadata.BrokerID) string {
 
 // describeMessage is one line for a message: the scripts print what they
 // deliver and drop, and what is held.
-func describeMessage(m *message) string {
+func (w *world) describeMessage(m *message) string {
 	route := fmt.Sprintf("%s->%s", shortAddress(m.from), shortAddress(m.to))
 	switch {
-	case m.peer != nil:
-		return route + " " + describePeer(*m.peer)
+	case m.kafka != nil:
+		return route + " " + w.describeKafka(m.kafka)
 	case m.partitionState != nil:
 		state := m.partitionState
 		return fmt.Sprintf("%s partition-state leader=%d leader-epoch=%d partition-epoch=%d isr=%v", route, state.Leader, state.LeaderEpoch, state.PartitionEpoch, state.ISR)
@@ -180,8 +178,8 @@ func describeAnswer(a *quorum.Answer) string {
 
 // messageKind is the name of a message's payload, as describeMessage
 // prints it after the route.
-func messageKind(m *message) string {
-	_, payload, _ := strings.Cut(describeMessage(m), " ")
+func (w *world) messageKind(m *message) string {
+	_, payload, _ := strings.Cut(w.describeMessage(m), " ")
 	kind, _, _ := strings.Cut(payload, " ")
 	return kind
 }
@@ -196,41 +194,6 @@ func shortAddress(a address) string {
 		return fmt.Sprint(int64(a))
 	}
 	return a.String()
-}
-
-func describePeer(p broker.PeerMessage) string {
-	switch {
-	case p.Fetch != nil:
-		return fmt.Sprintf("fetch offset=%d epoch=%d last-fetched-epoch=%d", p.Fetch.FetchOffset, p.Fetch.CurrentLeaderEpoch, p.Fetch.LastFetchedEpoch)
-	case p.FetchResponse != nil:
-		r := p.FetchResponse
-		switch {
-		case r.ErrorCode != 0:
-			return "fetch-response " + errorName(r.ErrorCode)
-		case r.DivergingEpoch != nil:
-			return fmt.Sprintf("fetch-response diverging epoch=%d end=%d", r.DivergingEpoch.Epoch, r.DivergingEpoch.EndOffset)
-		}
-		return fmt.Sprintf("fetch-response records=[%d, %d) hw=%d", r.ReadFrom, readEnd(r), r.HighWatermark)
-	case p.OffsetsForLeaderEpoch != nil:
-		return fmt.Sprintf("offsets-for-leader-epoch epoch=%d current-epoch=%d", p.OffsetsForLeaderEpoch.LeaderEpoch, p.OffsetsForLeaderEpoch.CurrentLeaderEpoch)
-	case p.OffsetsForLeaderEpochAnswer != nil:
-		a := p.OffsetsForLeaderEpochAnswer
-		if a.ErrorCode != 0 {
-			return "offsets-for-leader-epoch-response " + errorName(a.ErrorCode)
-		}
-		return fmt.Sprintf("offsets-for-leader-epoch-response epoch=%d end=%d", a.LeaderEpoch, a.EndOffset)
-	}
-	return "empty"
-}
-
-// readEnd is the offset after the last batch a fetch response carries.
-func readEnd(r *replica.FetchResponse) record.Offset {
-	end := r.ReadFrom
-	it := record.NewIterator(r.Records, record.Limits{MaxBatchBytes: 1 << 30})
-	for it.Next() {
-		end = it.Header().NextOffset()
-	}
-	return end
 }
 
 // errorName is a Kafka error code's name, as clients print it.

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tidelog/tide/internal/broker"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/tidelog/tide/internal/controller"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/quorum"
 	"github.com/tidelog/tide/internal/record"
-	"github.com/tidelog/tide/internal/replica"
 )
 
 // Endpoint names one end of a link: a broker (1..n) or the controller (0).
@@ -88,12 +88,10 @@ type Pick struct {
 // a fetch still returns its first batch whole.
 func (s *Script) Deliver(from, to Endpoint, pick Pick, maxBytes int64) error {
 	return s.takeHeld(from, to, pick, func(m *message) {
-		if maxBytes > 0 && m.peer != nil && m.peer.Fetch != nil {
-			fetch := *m.peer.Fetch
-			fetch.MaxBytes = maxBytes
-			m.peer.Fetch = &fetch
+		if maxBytes > 0 && m.kafka != nil && m.kafka.request {
+			m.kafka.bytes = capFetchBytes(m.kafka.bytes, maxBytes)
 		}
-		s.note("delivered %s", describeMessage(m))
+		s.note("delivered %s", s.w.describeMessage(m))
 		s.w.dispatch(m)
 	})
 }
@@ -101,7 +99,7 @@ func (s *Script) Deliver(from, to Endpoint, pick Pick, maxBytes int64) error {
 // Drop loses held messages on a link.
 func (s *Script) Drop(from, to Endpoint, pick Pick) error {
 	return s.takeHeld(from, to, pick, func(m *message) {
-		s.note("dropped %s", describeMessage(m))
+		s.note("dropped %s", s.w.describeMessage(m))
 		s.w.stats.messagesLost++
 	})
 }
@@ -118,7 +116,7 @@ func (s *Script) takeHeld(from, to Endpoint, pick Pick, use func(*message)) erro
 	if count > maxScriptMessages {
 		return fmt.Errorf("count=%d: at most %d messages", count, maxScriptMessages)
 	}
-	match := func(m *message) bool { return pick.Kind == "" || messageKind(m) == pick.Kind }
+	match := func(m *message) bool { return pick.Kind == "" || s.w.messageKind(m) == pick.Kind }
 	for i := 0; i < count; i++ {
 		m, ok := s.w.network.takeHeld(l, pick.Newest, match)
 		if !ok {
@@ -145,6 +143,28 @@ func (s *Script) Heal(from, to Endpoint) error {
 	l, err := s.link(from, to)
 	if err == nil {
 		delete(s.w.network.cut, l)
+	}
+	return err
+}
+
+// Blackhole drops every packet to and from a broker (its clients', its
+// peers', the controller's) while every connection stays open, until
+// Unblackhole: only timeouts tell anyone.
+func (s *Script) Blackhole(id metadata.BrokerID) error {
+	b, err := s.broker(id)
+	if err == nil {
+		s.w.blackhole(b, maxScriptTicks*10)
+	}
+	return err
+}
+
+// Unblackhole ends a Blackhole.
+func (s *Script) Unblackhole(id metadata.BrokerID) error {
+	b, err := s.broker(id)
+	if err == nil {
+		for _, a := range b.addresses() {
+			delete(s.w.network.blackholed, a)
+		}
 	}
 	return err
 }
@@ -266,22 +286,18 @@ func (s *Script) Sync(id metadata.BrokerID) error {
 // notes the answer. The consumer sends the leader epoch its metadata (the
 // controller's image) gives, as a KIP-320 client does.
 func (s *Script) ListOffsets(id metadata.BrokerID) error {
-	return s.consume(id, func(request *broker.ClientRequest, epoch record.LeaderEpoch) {
-		request.ListOffsets = &replica.ListOffsetsRequest{ReplicaID: replica.ConsumerReplicaID, CurrentLeaderEpoch: epoch, Timestamp: replica.LatestTimestamp}
-	})
+	return s.consume(id, func(epoch record.LeaderEpoch) kmsg.Request { return listOffsetsRequest(s.partition, epoch, 7) })
 }
 
 // Fetch reads committed records from a broker from an offset, as a
 // consumer, and notes the answer.
 func (s *Script) Fetch(id metadata.BrokerID, from record.Offset) error {
-	return s.consume(id, func(request *broker.ClientRequest, epoch record.LeaderEpoch) {
-		request.Fetch = &replica.FetchRequest{ReplicaID: replica.ConsumerReplicaID, ReplicaEpoch: metadata.NoBrokerEpoch,
-			CurrentLeaderEpoch: epoch, FetchOffset: from, LastFetchedEpoch: record.NoLeaderEpoch, MaxBytes: 1 << 20}
-	})
+	s.fetchFrom = from
+	return s.consume(id, func(epoch record.LeaderEpoch) kmsg.Request { return fetchRequest(s.partition, epoch, from, 1<<20, 12) })
 }
 
 // consume sends a consumer request and ticks until it is answered.
-func (s *Script) consume(id metadata.BrokerID, fill func(*broker.ClientRequest, record.LeaderEpoch)) error {
+func (s *Script) consume(id metadata.BrokerID, build func(record.LeaderEpoch) kmsg.Request) error {
 	if err := s.needTopic(); err != nil {
 		return err
 	}
@@ -289,12 +305,16 @@ func (s *Script) consume(id metadata.BrokerID, fill func(*broker.ClientRequest, 
 		return err
 	}
 	state, _ := s.w.metadataImage().Partition(s.partition)
-	from := clientAddress(consumerClient)
-	request := &broker.ClientRequest{Client: broker.ClientID(from), Partition: s.partition}
-	fill(request, state.LeaderEpoch)
 	s.consumerAnswer = nil
-	s.w.network.send(&message{from: from, to: brokerAddress(id), clientRequest: request})
-	if _, ok := s.RunUntil(func() bool { return s.consumerAnswer != nil }, clientAnswerTicks); !ok {
+	answered := false
+	sent := s.w.client(clientAddress(consumerClient)).send(id, build(state.LeaderEpoch), func(response kmsg.Response, ok bool) {
+		answered, s.consumerAnswer = true, response
+	})
+	if !sent {
+		s.note("no connection to %d", id)
+		return nil
+	}
+	if _, ok := s.RunUntil(func() bool { return answered }, clientAnswerTicks); !ok || s.consumerAnswer == nil {
 		s.note("no answer from %d", id)
 		return nil
 	}
@@ -304,22 +324,33 @@ func (s *Script) consume(id metadata.BrokerID, fill func(*broker.ClientRequest, 
 
 // consumed notes a consumer's answer and shows it to the checker: the high
 // watermark it saw, and the records it read.
-func (s *Script) consumed(id metadata.BrokerID, answer *broker.ClientAnswer) {
+func (s *Script) consumed(id metadata.BrokerID, response kmsg.Response) {
 	client := clientAddress(consumerClient)
-	switch {
-	case answer.ListOffsets != nil && answer.ListOffsets.ErrorCode == 0:
-		s.note("list-offsets answered by %d: latest offset %d", id, answer.ListOffsets.Offset)
-		s.w.checker.observeHighWatermark(client, answer.Partition, answer.ListOffsets.Offset, fmt.Sprintf("ListOffsets from b%d", id))
-	case answer.ListOffsets != nil:
-		s.note("list-offsets answered by %d: %s", id, errorName(answer.ListOffsets.ErrorCode))
-	case answer.Fetch != nil && answer.Fetch.ErrorCode == 0:
-		s.note("fetch answered by %d: records=[%d, %d) hw=%d", id, answer.Fetch.ReadFrom, readEnd(answer.Fetch), answer.Fetch.HighWatermark)
-		s.w.checker.observeHighWatermark(client, answer.Partition, answer.Fetch.HighWatermark, fmt.Sprintf("a fetch from b%d", id))
-		s.w.checker.observeRead(answer.Partition, answer.Fetch.Records, answer.Fetch.HighWatermark, answer.Fetch.ReadFrom)
-	case answer.Fetch != nil:
-		s.note("fetch answered by %d: %s", id, errorName(answer.Fetch.ErrorCode))
-	default:
-		s.note("answered by %d: %s", id, errorName(answer.ErrorCode))
+	switch response := response.(type) {
+	case *kmsg.ListOffsetsResponse:
+		code, offset, ok := listOffsetsResult(response)
+		switch {
+		case !ok:
+			s.note("list-offsets answered by %d: a malformed response", id)
+		case code == 0:
+			s.note("list-offsets answered by %d: latest offset %d", id, offset)
+			s.w.checker.observeHighWatermark(client, s.partition, offset, fmt.Sprintf("ListOffsets from b%d", id))
+		default:
+			s.note("list-offsets answered by %d: %s", id, errorName(code))
+		}
+	case *kmsg.FetchResponse:
+		partition, ok := fetchResult(response)
+		switch {
+		case !ok:
+			s.note("fetch answered by %d: %s", id, errorName(response.ErrorCode))
+		case partition.ErrorCode == 0:
+			highWatermark := record.Offset(partition.HighWatermark)
+			s.note("fetch answered by %d: records=[%d, %d) hw=%d", id, s.fetchFrom, batchesEnd(partition.RecordBatches, s.fetchFrom), highWatermark)
+			s.w.checker.observeHighWatermark(client, s.partition, highWatermark, fmt.Sprintf("a fetch from b%d", id))
+			s.w.checker.observeRead(s.partition, partition.RecordBatches, highWatermark, s.fetchFrom)
+		default:
+			s.note("fetch answered by %d: %s", id, errorName(partition.ErrorCode))
+		}
 	}
 }
 

@@ -3,7 +3,8 @@ package sim
 import (
 	"fmt"
 
-	"github.com/tidelog/tide/internal/broker"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
@@ -55,6 +56,7 @@ func (load *workload) randomPartition() (metadata.TopicPartition, bool) {
 
 func (load *workload) tick() {
 	w := load.w
+	w.adminStep()
 	for _, p := range load.producers {
 		load.tickProducer(p)
 	}
@@ -67,6 +69,11 @@ func (load *workload) tick() {
 	}
 }
 
+// consume sends a consumer's next request for a partition to its leader:
+// ListOffsets for the latest offset or a Fetch from its position, each with
+// the leader epoch its metadata gives (KIP-320), at a version drawn from
+// those that carry it; now and then OffsetForLeaderEpoch, as a consumer
+// validating its position after a leader change does.
 func (load *workload) consume(c *consumer, tp metadata.TopicPartition) {
 	state, ok := load.leaderOf(tp)
 	if !ok {
@@ -76,39 +83,103 @@ func (load *workload) consume(c *consumer, tp metadata.TopicPartition) {
 	if sent, waiting := c.pending[tp]; waiting && w.now-sent < clientRequestLostTicks {
 		return
 	}
-	c.pending[tp] = w.now
-	from := clientAddress(c.id)
-	request := &broker.ClientRequest{Client: broker.ClientID(from), Partition: tp}
-	if w.random.IntN(2) == 0 {
-		request.ListOffsets = &replica.ListOffsetsRequest{ReplicaID: replica.ConsumerReplicaID, CurrentLeaderEpoch: state.LeaderEpoch, Timestamp: replica.LatestTimestamp}
-	} else {
-		request.Fetch = &replica.FetchRequest{ReplicaID: replica.ConsumerReplicaID, ReplicaEpoch: metadata.NoBrokerEpoch,
-			CurrentLeaderEpoch: state.LeaderEpoch, FetchOffset: c.position[tp], LastFetchedEpoch: record.NoLeaderEpoch, MaxBytes: 4 << 10}
+	var request kmsg.Request
+	switch draw := w.random.IntN(10); {
+	case draw < 5:
+		request = listOffsetsRequest(tp, state.LeaderEpoch, int16(4+w.random.IntN(4)))
+	case draw < 9:
+		request = fetchRequest(tp, state.LeaderEpoch, c.position[tp], 4<<10, int16(9+w.random.IntN(4)))
+	default:
+		request = offsetForLeaderEpochRequest(tp, state.LeaderEpoch, int16(2+w.random.IntN(3)))
 	}
-	w.network.send(&message{from: from, to: brokerAddress(state.Leader), clientRequest: request})
-	w.stats.consumes++
+	from := clientAddress(c.id)
+	leader := state.Leader
+	sent := w.client(from).send(leader, request, func(response kmsg.Response, ok bool) {
+		delete(c.pending, tp)
+		if ok {
+			load.consumed(c, tp, leader, response)
+		}
+	})
+	if sent {
+		c.pending[tp] = w.now
+		w.stats.consumes++
+	}
 }
 
-// answered takes a broker's answer to a client.
-func (load *workload) answered(to address, m *message) {
-	answer := m.clientAnswer
-	id := int(-1 - to)
-	if id < len(load.producers) {
-		if answer.InitProducerID != nil {
-			load.initProducerIDAnswered(load.producers[id], answer.InitProducerID)
+func listOffsetsRequest(tp metadata.TopicPartition, epoch record.LeaderEpoch, version int16) *kmsg.ListOffsetsRequest {
+	request := kmsg.NewPtrListOffsetsRequest()
+	request.Version, request.ReplicaID = version, -1
+	topic := kmsg.NewListOffsetsRequestTopic()
+	topic.Topic = tp.Topic
+	partition := kmsg.NewListOffsetsRequestTopicPartition()
+	partition.Partition, partition.CurrentLeaderEpoch, partition.Timestamp = tp.Partition, int32(epoch), replica.LatestTimestamp
+	topic.Partitions = append(topic.Partitions, partition)
+	request.Topics = append(request.Topics, topic)
+	return request
+}
+
+func fetchRequest(tp metadata.TopicPartition, epoch record.LeaderEpoch, offset record.Offset, maxBytes int32, version int16) *kmsg.FetchRequest {
+	request := kmsg.NewPtrFetchRequest()
+	request.Version, request.ReplicaID = version, -1
+	request.MaxWaitMillis, request.MinBytes, request.MaxBytes = 0, 0, maxBytes
+	request.SessionID, request.SessionEpoch = 0, -1
+	topic := kmsg.NewFetchRequestTopic()
+	topic.Topic = tp.Topic
+	partition := kmsg.NewFetchRequestTopicPartition()
+	partition.Partition, partition.CurrentLeaderEpoch, partition.FetchOffset = tp.Partition, int32(epoch), int64(offset)
+	partition.PartitionMaxBytes = maxBytes
+	topic.Partitions = append(topic.Partitions, partition)
+	request.Topics = append(request.Topics, topic)
+	return request
+}
+
+func offsetForLeaderEpochRequest(tp metadata.TopicPartition, epoch record.LeaderEpoch, version int16) *kmsg.OffsetForLeaderEpochRequest {
+	request := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	request.Version, request.ReplicaID = version, -1
+	topic := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	topic.Topic = tp.Topic
+	partition := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	partition.Partition, partition.CurrentLeaderEpoch, partition.LeaderEpoch = tp.Partition, int32(epoch), int32(epoch)
+	topic.Partitions = append(topic.Partitions, partition)
+	request.Topics = append(request.Topics, topic)
+	return request
+}
+
+// consumed shows the checker what a consumer was answered: the high
+// watermark it saw, and the records it read.
+func (load *workload) consumed(c *consumer, tp metadata.TopicPartition, leader metadata.BrokerID, response kmsg.Response) {
+	client := clientAddress(c.id)
+	switch response := response.(type) {
+	case *kmsg.ListOffsetsResponse:
+		if code, offset, ok := listOffsetsResult(response); ok && code == 0 {
+			load.w.checker.observeHighWatermark(client, tp, offset, fmt.Sprintf("ListOffsets from b%d", leader))
+		}
+	case *kmsg.FetchResponse:
+		partition, ok := fetchResult(response)
+		if !ok || partition.ErrorCode != 0 {
 			return
 		}
-		load.produceAnswered(load.producers[id], answer)
-		return
+		highWatermark := record.Offset(partition.HighWatermark)
+		load.w.checker.observeHighWatermark(client, tp, highWatermark, fmt.Sprintf("a fetch from b%d", leader))
+		next := load.w.checker.observeRead(tp, partition.RecordBatches, highWatermark, c.position[tp])
+		c.position[tp] = max(c.position[tp], next)
 	}
-	c := load.consumers[id-len(load.producers)]
-	delete(c.pending, answer.Partition)
-	switch {
-	case answer.ListOffsets != nil && answer.ListOffsets.ErrorCode == 0:
-		load.w.checker.observeHighWatermark(to, answer.Partition, answer.ListOffsets.Offset, fmt.Sprintf("ListOffsets from %s", m.from))
-	case answer.Fetch != nil && answer.Fetch.ErrorCode == 0:
-		load.w.checker.observeHighWatermark(to, answer.Partition, answer.Fetch.HighWatermark, fmt.Sprintf("a fetch from %s", m.from))
-		next := load.w.checker.observeRead(answer.Partition, answer.Fetch.Records, answer.Fetch.HighWatermark, c.position[answer.Partition])
-		c.position[answer.Partition] = max(c.position[answer.Partition], next)
+}
+
+// listOffsetsResult is the one partition's code and offset.
+func listOffsetsResult(response *kmsg.ListOffsetsResponse) (int16, record.Offset, bool) {
+	if len(response.Topics) != 1 || len(response.Topics[0].Partitions) != 1 {
+		return 0, 0, false
 	}
+	partition := response.Topics[0].Partitions[0]
+	return partition.ErrorCode, record.Offset(partition.Offset), true
+}
+
+// fetchResult is the one partition of a fetch response, checked to be the
+// only one.
+func fetchResult(response *kmsg.FetchResponse) (kmsg.FetchResponseTopicPartition, bool) {
+	if response.ErrorCode != 0 || len(response.Topics) != 1 || len(response.Topics[0].Partitions) != 1 {
+		return kmsg.FetchResponseTopicPartition{}, false
+	}
+	return response.Topics[0].Partitions[0], true
 }

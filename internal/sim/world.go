@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/tidelog/tide/internal/fetcher"
+	"github.com/tidelog/tide/internal/wire"
+
 	"github.com/tidelog/tide/internal/broker"
 	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/frontend"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/rules"
 )
@@ -46,6 +50,11 @@ type world struct {
 	// script, in a scripted run, takes the clients' answers and restarts
 	// brokers itself; nil in random runs.
 	script *Script
+	// kafka is the Kafka connections; clients the Kafka clients, by
+	// address; wireRandom the seeded source of the brokers' wire handlers.
+	kafka      kafkaNet
+	clients    map[address]*kafkaClient
+	wireRandom *rand.ChaCha8
 }
 
 // brokerProcess is one machine: a broker, a controller of the metadata
@@ -58,14 +67,20 @@ type brokerProcess struct {
 	// is the machine's controller node, or nil.
 	runsBroker bool
 	controller *controllerNode
-	// lifecycle is the running broker's side of the controller protocol,
-	// nil while down; node its broker once registered.
-	lifecycle   *broker.Lifecycle
-	node        *broker.Node
-	up          bool
-	paused      bool
-	pausedUntil int64
-	restartAt   int64
+	// fe is the running broker as a runtime drives it (its Kafka front
+	// end, lifecycle and replica fetchers), nil while down; lifecycle is
+	// its lifecycle, node its broker once registered.
+	fe        *frontend.FrontEnd
+	lifecycle *broker.Lifecycle
+	node      *broker.Node
+	// fetcherConns are the replica fetchers' connections, by source;
+	// fetcherDialAt when a failed dial may be tried again.
+	fetcherConns  map[metadata.BrokerID]*simConn
+	fetcherDialAt map[metadata.BrokerID]int64
+	up            bool
+	paused        bool
+	pausedUntil   int64
+	restartAt     int64
 	// incarnation counts the process's starts; registration names it.
 	incarnation int
 	// cleanEpoch is the epoch of the incarnation whose log the next one
@@ -129,7 +144,8 @@ func (w *world) machineName(b *brokerProcess) string {
 func (w *world) startBroker(b *brokerProcess) {
 	lifecycle, err := broker.NewLifecycle(broker.LifecycleConfig{
 		ID: b.id, Incarnation: fmt.Sprintf("b%d-%d", b.id, b.incarnation), PreviousEpoch: b.cleanEpoch,
-		Voters: w.voters, HeartbeatTicks: heartbeatTicks, RequestTimeoutTicks: controllerRequestTicks,
+		Endpoint: kafkaAddress(b.id),
+		Voters:   w.voters, HeartbeatTicks: heartbeatTicks, RequestTimeoutTicks: controllerRequestTicks,
 		MaxEntries: maxMetadataPerAnswer, NewNode: func(epoch metadata.BrokerEpoch) *broker.Node { return w.newNode(b, epoch) },
 		FirstRequestID: uint64(b.incarnation) << 40,
 	})
@@ -137,6 +153,24 @@ func (w *world) startBroker(b *brokerProcess) {
 		panic(err)
 	}
 	b.lifecycle = lifecycle
+	b.fe, err = frontend.New(w.frontendConfig(b.id), lifecycle)
+	if err != nil {
+		panic(err)
+	}
+	b.fetcherConns, b.fetcherDialAt = map[metadata.BrokerID]*simConn{}, map[metadata.BrokerID]int64{}
+}
+
+// frontendConfig is a simulated broker's front end: the production
+// defaults, in the simulator's ticks, with the world's seeded randomness.
+func (w *world) frontendConfig(id metadata.BrokerID) frontend.Config {
+	wireConfig := wire.DefaultConfig()
+	wireConfig.Random = w.wireRandom
+	return frontend.Config{ID: id, ClusterID: "tide-sim", Advertised: kafkaAddress(id),
+		DefaultPartitions: 1, DefaultReplicationFactor: 1, SegmentBytes: 64 << 10, MaxBatchBytes: int64(w.shape.maxBatchBytes),
+		Wire: wireConfig, MaxWaitingFetches: 4096,
+		Fetcher: fetcher.Config{Broker: id, MaxWaitMillis: replicaFetchMaxWaitTicks * 10, MinBytes: 1, MaxBytes: 10 << 20,
+			FetchTimeoutTicks: replicaFetchMaxWaitTicks + replicaRequestTimeoutTicks, RequestTimeoutTicks: replicaRequestTimeoutTicks,
+			MaxResponseBytes: 21 << 20}}
 }
 
 // newNode creates the node once the controller gave the incarnation an
@@ -146,7 +180,8 @@ func (w *world) newNode(b *brokerProcess, epoch metadata.BrokerEpoch) *broker.No
 		ID: b.id, FS: b.disk, Dir: "data", FlushAlways: w.shape.flushAlways,
 		SegmentBytes: 64 << 10, MaxBatchBytes: w.shape.maxBatchBytes,
 		ReplicaLagTicks: replicaLagTicks, FetchRetryTicks: fetchRetryTicks, ProposalRetryTicks: proposalRetryTicks,
-		MaxPendingProduces: 1000, Rules: w.rules,
+		FetchTimeoutTicks:  replicaFetchTimeoutTicks,
+		MaxPendingProduces: 1000, Rules: w.rules, ZeroCopyReads: true,
 	}, epoch)
 	b.node.Observe(w.checker.observe(b))
 	b.vouched = b.cleanEpoch != metadata.NoBrokerEpoch
@@ -184,34 +219,44 @@ func (w *world) stepBroker(b *brokerProcess) {
 	if b.node != nil && w.random.Float64() < w.shape.syncRate {
 		b.node.SyncDirty()
 	}
-	b.lifecycle.Tick()
+	b.fe.SetControllerHint(w.controllerHint(b))
+	b.fe.Tick()
+	w.maintainFetchers(b)
 	w.flush(b)
 	if b.shuttingDown && b.lifecycle.ShutDown() {
 		w.finishShutdown(b)
 	}
 }
 
-// flush sends what a broker has for others: its requests to the
-// controller, its replication traffic and its clients' answers.
+// flush sends what a broker's front end has for others after an input:
+// its requests to the controller (its lifecycle's and the ones it
+// forwards) and its replica fetchers' requests; its answers to Kafka
+// requests went out as they were made.
 func (w *world) flush(b *brokerProcess) {
-	from := brokerAddress(b.id)
-	b.lifecycle.Collect()
-	for _, out := range b.lifecycle.TakeRequests() {
-		request := out.Request
-		w.network.send(&message{from: from, to: controllerAddress(out.To), request: &request})
-	}
-	if b.node == nil {
+	if b.fe == nil {
 		return
 	}
-	outbox := b.node.TakeOutbox()
-	for _, out := range outbox.Peers {
-		peer := out.Message
-		w.network.send(&message{from: from, to: brokerAddress(out.To), peer: &peer})
+	out := b.fe.Flush()
+	from := brokerAddress(b.id)
+	for _, request := range out.Controller {
+		copied := request.Request
+		w.network.send(&message{from: from, to: controllerAddress(request.To), request: &copied})
 	}
-	for _, answer := range outbox.Clients {
-		copied := answer
-		w.network.send(&message{from: from, to: address(copied.Client), clientAnswer: &copied})
+	w.carryOutFetcher(b, out.Fetcher)
+}
+
+// controllerHint is what a broker's runtime tells its front end of the
+// active controller: with a controller on the same machine (combined
+// mode), what that controller knows; else nothing.
+func (w *world) controllerHint(b *brokerProcess) metadata.BrokerID {
+	c := b.controller
+	switch {
+	case c == nil || !c.running():
+		return metadata.NoBroker
+	case c.q.Active():
+		return c.id
 	}
+	return c.q.Leader()
 }
 
 // deliver hands a message to the machine it is for.
@@ -227,24 +272,19 @@ func (w *world) deliver(b *brokerProcess, m *message) {
 		w.deliverToController(b.controller, m)
 		return
 	}
-	if b.lifecycle == nil {
-		return
-	}
-	if m.answer != nil {
-		if err := b.lifecycle.HandleAnswer(*m.answer); err != nil {
-			panic(err)
-		}
-		w.flush(b)
-		return
-	}
-	if b.node == nil {
+	if b.fe == nil {
 		return
 	}
 	switch {
-	case m.peer != nil:
-		b.node.HandlePeer(metadata.BrokerID(m.from), *m.peer)
-	case m.clientRequest != nil:
-		b.node.HandleClient(*m.clientRequest)
+	case m.answer != nil:
+		if err := b.fe.HandleControllerAnswer(*m.answer); err != nil {
+			panic(err)
+		}
+	case m.kafka != nil:
+		w.deliverKafka(b, m)
+		return
+	case b.node == nil:
+		return
 	case m.partitionState != nil:
 		if err := b.node.ApplyPartitionState(*m.partitionState); err != nil {
 			panic(err)
@@ -265,7 +305,8 @@ func (w *world) crash(b *brokerProcess, powerLoss bool) {
 	case b.node != nil:
 		b.cleanEpoch = b.node.Epoch()
 	}
-	b.up, b.node, b.lifecycle, b.paused = false, nil, nil, false
+	b.up, b.fe, b.node, b.lifecycle, b.paused = false, nil, nil, nil, false
+	w.closeConnsOf(b)
 	if b.controller != nil {
 		b.controller.stop()
 	}
@@ -393,7 +434,8 @@ func (w *world) finishShutdown(b *brokerProcess) {
 	if err := b.node.Close(); err != nil {
 		panic(err)
 	}
-	b.up, b.node, b.lifecycle, b.shuttingDown = false, nil, nil, false
+	b.up, b.fe, b.node, b.lifecycle, b.shuttingDown = false, nil, nil, nil, false
+	w.closeConnsOf(b)
 	if b.controller != nil {
 		b.controller.stop()
 	}

@@ -1,0 +1,85 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tidelog/tide/internal/metadata"
+)
+
+// workloadTopic is the topic the producers and consumers use; the admin
+// workload's scratch topics come and go beside it.
+const workloadTopic = "events"
+
+// adminRate is the chance per tick that the admin client asks a broker
+// something: what kafka-topics.sh, kafka-configs.sh and a client's
+// metadata refresh do, so that every API tide serves runs in the
+// simulator through the same front end as everything else.
+const adminRate = 0.01
+
+// adminStep maybe sends one admin request to a random broker: Metadata,
+// DescribeConfigs of a broker or a topic, DescribeCluster, or a scratch
+// topic's CreateTopics or DeleteTopics. Answers are read (they must
+// decode) and otherwise dropped: they decide nothing the checker follows.
+// Each scratch topic has a new name, since a deleted topic's partition
+// directories stay behind (topic ids are not yet kept).
+func (w *world) adminStep() {
+	if w.random.Float64() >= adminRate {
+		return
+	}
+	to := metadata.BrokerID(1 + w.random.IntN(len(w.brokers)))
+	var request kmsg.Request
+	switch w.random.IntN(5) {
+	case 0:
+		metadataRequest := kmsg.NewPtrMetadataRequest()
+		metadataRequest.Version = int16(w.random.IntN(13))
+		if w.random.IntN(2) == 0 {
+			topic := kmsg.NewMetadataRequestTopic()
+			topic.Topic = kmsg.StringPtr(workloadTopic)
+			metadataRequest.Topics = append(metadataRequest.Topics, topic)
+		}
+		request = metadataRequest
+	case 1:
+		describe := kmsg.NewPtrDescribeConfigsRequest()
+		describe.Version = int16(1 + w.random.IntN(4))
+		resource := kmsg.NewDescribeConfigsRequestResource()
+		resource.ResourceType, resource.ResourceName = kmsg.ConfigResourceTypeTopic, workloadTopic
+		if w.random.IntN(2) == 0 {
+			resource.ResourceType, resource.ResourceName = kmsg.ConfigResourceTypeBroker, fmt.Sprint(to)
+		}
+		describe.Resources = append(describe.Resources, resource)
+		request = describe
+	case 2:
+		cluster := kmsg.NewPtrDescribeClusterRequest()
+		cluster.Version = int16(w.random.IntN(2))
+		request = cluster
+	case 3:
+		w.admin.scratch++
+		create := kmsg.NewPtrCreateTopicsRequest()
+		create.Version, create.TimeoutMillis = int16(2+w.random.IntN(6)), 5_000
+		topic := kmsg.NewCreateTopicsRequestTopic()
+		topic.Topic, topic.NumPartitions, topic.ReplicationFactor = fmt.Sprintf("scratch-%d", w.admin.scratch), 1, int16(min(2, len(w.brokers)))
+		create.Topics = append(create.Topics, topic)
+		request = create
+	default:
+		if w.admin.scratch == 0 {
+			return
+		}
+		deletion := kmsg.NewPtrDeleteTopicsRequest()
+		deletion.Version, deletion.TimeoutMillis = int16(1+w.random.IntN(6)), 5_000
+		name := fmt.Sprintf("scratch-%d", w.admin.scratch)
+		deletion.TopicNames = append(deletion.TopicNames, name)
+		if deletion.Version >= 6 {
+			topic := kmsg.NewDeleteTopicsRequestTopic()
+			topic.Topic = kmsg.StringPtr(name)
+			deletion.Topics = append(deletion.Topics, topic)
+		}
+		request = deletion
+	}
+	w.client(adminClient).send(to, request, func(kmsg.Response, bool) {})
+}
+
+// APIRequests counts, by API key, the Kafka requests brokers' front ends
+// took in a run: what the simulator exercised of the protocol.
+func (s Stats) APIRequests() map[int16]int { return s.apiRequests }
