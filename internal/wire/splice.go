@@ -125,9 +125,10 @@ type markers struct {
 }
 
 // newMarkers draws a response's marker prefix from random (Config.Random:
-// crypto/rand in the server, the seeded source in the simulator). A source
-// that fails leaves zeros, which at worst makes the markers not found and
-// the response encoded whole.
+// crypto/rand in the server; a seeded source in a run that must be a
+// function of its seed, as the simulator's will be once it speaks wire).
+// A source that fails leaves zeros, which at worst makes the markers not
+// found and the response encoded whole.
 func newMarkers(random io.Reader) markers {
 	var m markers
 	io.ReadFull(random, m.prefix[:])
