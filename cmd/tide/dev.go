@@ -78,16 +78,16 @@ of the metadata quorum (Kafka's combined mode). --kafka-port 0 picks free
 ports for every listener, and prints them.
 
   tide dev
-  tide topic create orders --replication-factor 1
+  tide topic create orders --partitions 3
   echo hello | tide produce orders
   tide consume orders --exit-at-end
 
 The data lives in a new temporary directory, kept on exit: --dir DIR runs
 the cluster from DIR (node i in DIR/node-i) and starts it again from
-there. Topics created without a replication factor get min(3, brokers).
-Replication between brokers over TCP comes next: until then give topics
-replication factor 1, or acks=all produces to them wait for followers
-that never fetch.
+there. Topics created without a replication factor get min(3, brokers):
+followers replicate from their leaders over TCP with Kafka's own Fetch
+requests, and an acks=all produce is answered once every in-sync replica
+has the records on its disk.
 
 Ctrl-C (or SIGTERM) stops every broker with a controlled shutdown; a
 second Ctrl-C exits at once.`,

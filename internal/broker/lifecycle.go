@@ -17,7 +17,8 @@ import (
 // through NOT_CONTROLLER hints, hands the metadata its answers carry to
 // the node, sends the node's ISR proposals, and runs the broker's part of
 // a controlled shutdown. Ticks and answers come in; requests go out in
-// TakeRequests. The simulator and the server drive the same code.
+// TakeRequests. The front end (internal/frontend) drives it in tide serve,
+// the simulator directly; both run this same code.
 //
 // Answers from a controller epoch older than one already seen are dropped:
 // they come from a controller that has since lost its leadership.

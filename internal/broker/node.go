@@ -2,13 +2,26 @@
 // the metadata log, keeps one replica (internal/replica) and one log
 // (internal/commitlog) per partition it hosts, routes client requests, peer
 // messages and controller answers to the replicas, and carries out what
-// their Ready says against its logs and its outbox.
+// their Ready says against its logs and its outbox, in one durability
+// schedule (group commit, SyncDirty). Its Lifecycle is the broker's side of
+// the controller protocol.
 //
-// A node is driven by an environment: the simulator (internal/sim) with a
-// virtual clock, network and crashable memfs disks, and the real server with
-// sockets and files. The node has no branch for either: it reads no clock
-// (time comes in as Tick), opens no socket (messages go out through its
-// Outbox) and touches files only through the disk.FS it is given.
+// What it decides: which replica a request or message is for, the order a
+// Ready is carried out in, that a dirty log is synced once per SyncDirty
+// however many appends asked for it, whether a fetch's records are read or
+// handed out as file chunks (ZeroCopyReads), and that a partition whose log
+// failed goes offline. What it never touches: the Kafka protocol (wire),
+// sockets, goroutines, the clock (time comes in as Tick), randomness;
+// files only through the disk.FS it is given and the partition logs over
+// it. internal/lint holds it to that. (The logs it opens still default
+// their segment-age clock to the wall clock: docs/architecture.md, Status.)
+//
+// Who drives it: in tide serve, the front end (internal/frontend) hands a
+// node its client requests and peer messages and drains its Outbox, and
+// the server's node loop calls SyncDirty at the end of each pass; the
+// simulator (internal/sim) drives the node and its Lifecycle directly, with
+// value messages over its simulated network, and calls SyncDirty when its
+// slow disk completes syncs. The node has no branch for either.
 package broker
 
 import (

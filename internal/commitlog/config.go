@@ -93,7 +93,9 @@ type Config struct {
 	// no limit. Default 7 days.
 	RetentionAge time.Duration
 	// Now is the clock, for rolling and retention by age and the flush
-	// interval; the simulator passes its virtual clock. Default time.Now.
+	// interval; the log's tests pass a fake one. Default time.Now, which
+	// is what a broker's logs get today: broker.Node passes none, in the
+	// simulator too (docs/architecture.md, Status).
 	Now func() time.Time
 }
 

@@ -1,12 +1,21 @@
 // Package controller decides what the metadata log should say: topic
-// creation and deletion, broker registration, fencing and controlled
-// shutdown, leader elections and the ISR compare-and-set of AlterPartition.
+// creation and deletion, broker registration, heartbeats, fencing and
+// controlled shutdown, leader elections (clean, from the ISR or the ELR,
+// and preferred), the ISR compare-and-set of AlterPartition, and blocks of
+// producer ids (KIP-730).
 //
 // It is pure. Every decision is a function of a read-only *metadata.Image
 // and one event, and returns the records to append (plus the Kafka error
 // code to answer with). Time comes in as ticks, iteration is sorted, and
-// nothing here touches a clock, a socket, a file or a goroutine; the
-// replicated quorum that appends the records comes later, around it.
+// nothing here touches a clock, a socket, a file, a goroutine or the raft
+// log; internal/lint holds it to that.
+//
+// Who drives it: the active controller of the metadata quorum
+// (internal/quorum, decide.go), which decides against its speculative
+// image and proposes the records to raft; the records reach every broker
+// through the metadata log. The front end (internal/frontend) also runs
+// CreateTopic against its broker's image for a CreateTopics with
+// ValidateOnly, and keeps nothing it returns.
 //
 // Two rules bind the caller:
 //

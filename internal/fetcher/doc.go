@@ -14,7 +14,8 @@
 // and its connection given up.
 //
 // What it never touches: sockets, the clock, goroutines, the broker's
-// state. A runtime (internal/server, internal/sim) keeps one connection per
+// state. A runtime (internal/server today; internal/sim does not run the
+// fetcher yet, see docs/architecture.md, Status) keeps one connection per
 // source that Sources names, reports it with Connected and Disconnected,
 // writes what TakeOutbox says to send and closes what it says to close, and
 // hands every response to Received. Answers for the replicas come back as

@@ -36,8 +36,8 @@ type partitionPosition struct {
 	logStartOffset record.Offset
 }
 
-// Fetch reads every partition at once; with too few bytes and no error the
-// fetch waits, up to MaxWait, and is read again whenever one of its
+// FetchFiles reads every partition at once; with too few bytes and no error
+// the fetch waits, up to MaxWait, and is read again whenever one of its
 // partitions changes (Kafka's DelayedFetch). A change is seen at most once
 // per pass of the node loop, so a waiting fetch costs the replica one read
 // per change, not one per tick.

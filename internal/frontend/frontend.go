@@ -224,8 +224,9 @@ type Outbox struct {
 // Flush carries what the node has for others to where it goes (answers to
 // their requests, fetches to the fetchers, ISR proposals to the lifecycle),
 // serves again the waiting fetches that changed, and returns the Outbox.
-// The runtime calls it after every input, once the node's logs are synced
-// (broker.Node.SyncDirty).
+// The runtime calls it at the end of every pass of its loop, after the
+// node's logs are synced (broker.Node.SyncDirty): what the pass let out
+// leaves only then.
 func (fe *FrontEnd) Flush() Outbox {
 	(*backend)(fe).drain()
 	fe.fetcher.SendAll()

@@ -3,7 +3,8 @@
 // in as calls with values (partition state from the metadata log, requests,
 // responses, Tick, Synced); work goes out as values in a Ready (storage
 // operations, messages, answers, ISR proposals), the way etcd/raft's RawNode
-// works. The broker and the simulator are the two things that drive it.
+// works. The broker (internal/broker) drives it, in both runtimes; the
+// replication tests of internal/scenario drive it directly.
 //
 // Each rule of docs/replication.md is here, named after the Kafka failure it
 // prevents (package rules), and can be switched off only by the simulator

@@ -1,10 +1,25 @@
-// Package server is tide's runtime on real sockets, files and time: the one
-// place that does I/O. It runs one node of a cluster (a broker, and a
-// controller when the node is a voter) by driving the same pure cores the
-// simulator drives: the metadata quorum (internal/quorum) over its raft log
-// on disk (internal/raftlog), and the broker (internal/broker) through its
-// Lifecycle. One goroutine, the node loop, owns them all; connections have
-// a reader and a writer goroutine each, and talk to the loop by channels.
+// Package server is tide's runtime on real sockets, files and time. It runs
+// one node of a cluster (a broker, and a controller when the node is a
+// voter): the metadata quorum (internal/quorum) over its raft log on disk
+// (internal/raftlog), and the broker through its front end
+// (internal/frontend), which owns the broker's lifecycle, the Kafka
+// protocol handler (internal/wire) and the replica fetchers
+// (internal/fetcher).
+//
+// What it owns: the listeners (controller and Kafka), every connection and
+// its goroutines (a reader and a writer each, talking to the loop by
+// channels), the links to the other voters, the fetchers' dial loops, the
+// real clock (a ticker turned into Tick calls), the real disk (disk.OS),
+// and sendfile. One goroutine, the node loop, owns the cores: each pass
+// takes a tick, or an event and the events already queued behind it (up to
+// maxEventsPerPass), then ends with the broker's SyncDirty and the front
+// end's Flush, whose Outbox it carries out.
+//
+// What it never decides: Kafka behaviour or replication. What a request
+// gets, when a parked fetch wakes, what a follower asks its leader: all of
+// that is the front end's, the fetcher's and the broker's, which the
+// simulator is meant to run alike (docs/architecture.md); code here only
+// moves bytes, keeps connections and carries out I/O.
 package server
 
 import (

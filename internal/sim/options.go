@@ -4,6 +4,12 @@
 // in-memory disks, driven through fault schedules drawn from a seed. After
 // every step a checker tests the invariants of DESIGN.md section 3; a seed
 // reproduces a run exactly. docs/simulation.md describes the fault model.
+//
+// It drives broker.Lifecycle and broker.Node directly, with value messages
+// (broker.ClientRequest, broker.PeerMessage, quorum requests and answers)
+// on its simulated network; it does not yet run the Kafka front end
+// (internal/frontend), wire or the replica fetcher (internal/fetcher) that
+// tide serve runs (docs/architecture.md, Status).
 package sim
 
 import (

@@ -6,8 +6,13 @@ import (
 	"github.com/tidelog/tide/internal/replica"
 )
 
-// Backend does the work behind the requests: the broker, or a test's fake.
-// It speaks tide's types; the Handler translates Kafka's.
+// Backend does the work behind the requests. In tide it is the front end
+// (internal/frontend: the FrontEnd seen as a Backend, over the broker node,
+// its lifecycle and the active controller); in wire's tests, a fake. It
+// speaks tide's types; the Handler translates Kafka's. A Backend that also
+// implements FileFetcher is asked for fetches with FetchFiles instead of
+// Fetch, and may leave records in the log's files (see FileRange); the
+// front end does.
 //
 // Every method is called from the goroutine that calls Handle, and every
 // done callback must be called from that goroutine too, exactly once, either
@@ -40,7 +45,8 @@ type Backend interface {
 	// are available over all partitions, once MaxWaitTicks have passed, or
 	// at once on an error. done gets one response per partition, in request
 	// order (each with the ID of its FetchPartition); Records are whole
-	// batches, as the log holds them.
+	// batches, as the log holds them. Not called when the Backend is a
+	// FileFetcher.
 	Fetch(request FetchRequest, done func([]replica.FetchResponse))
 	// ListOffsets answers the earliest (EarliestTimestamp) or latest
 	// (LatestTimestamp) offset of one partition, or the offset for a

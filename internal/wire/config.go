@@ -50,8 +50,9 @@ type Config struct {
 	Tick time.Duration
 	// Random is where the Handler draws the markers that splice record
 	// sets into fetch responses (splice.go): crypto/rand's Reader in the
-	// server, the simulator's seeded source there, so a run stays a
-	// function of its seed. The Handler reads it from its one goroutine.
+	// server; a seeded source where a run must stay a function of its seed
+	// (the simulator, once it runs wire). The Handler reads it from its one
+	// goroutine.
 	Random io.Reader
 }
 

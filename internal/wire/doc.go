@@ -1,8 +1,14 @@
 // Package wire is the Kafka protocol as bytes in, bytes out: it takes one
 // request as it comes off a connection (the request header and body, after
 // the 4-byte size) and produces the response (without the size). It owns no
-// connection and starts no goroutine, so the server (real sockets) and the
-// simulator (virtual network) drive the same code.
+// connection, starts no goroutine, and reads no clock or randomness of its
+// own (internal/lint holds it to that), so any runtime can run it.
+//
+// Who drives it: the front end (internal/frontend), which owns the Handler,
+// is its Backend, and hands it every Kafka request a runtime reads off a
+// connection (frontend.FrontEnd.HandleKafka, which calls HandleSpliced).
+// internal/server's node loop drives the front end; the simulator does not
+// go through wire yet (docs/architecture.md, Status).
 //
 // One file per API key, numbered by key (00_produce.go, 01_fetch.go, ...),
 // each opening with the versions it serves and the KIPs behind them, and
@@ -18,13 +24,17 @@
 // the served range gets a v0 UNSUPPORTED_VERSION answer listing the served
 // ranges, because that is how clients negotiate.
 //
-// The work behind a request is done by a Backend (the broker), in tide's
-// own types; records stay RecordBatch v2 bytes end to end. Answers may come
-// later (acks=all produce, long-poll fetch): a response is assembled from
-// per-partition answers as they arrive and handed to the done callback of
-// Handle.
+// What it decides: how Kafka's bytes map to tide's types and back, the
+// served versions, the per-request limits, and which requests are refused
+// whole (transactional produces, fetch sessions). What it never decides:
+// what a partition request gets. That work is done by a Backend (the front
+// end, or a test's fake), in tide's own types; records stay RecordBatch v2
+// bytes end to end. Answers may come later (acks=all produce, long-poll
+// fetch): a response is assembled from per-partition answers as they
+// arrive and handed to the done callback of Handle or HandleSpliced.
 //
 // Concurrency: a Handler is single-threaded. Handle, and every done callback
-// the Backend invokes, must be called from one goroutine (the server's node
-// loop, or the simulator's only goroutine); the Handler takes no locks.
+// the Backend invokes, must be called from one goroutine (the loop of the
+// runtime that drives the front end: the server's node loop); the Handler
+// takes no locks.
 package wire

@@ -11,9 +11,12 @@ import (
 	"github.com/tidelog/tide/internal/replica"
 )
 
-// FileRange is a run of whole record batches in a file: records a Backend
-// leaves where they are, for the connection to send from the file (with
-// sendfile, for a real one) rather than copy through user space.
+// FileRange is a run of whole record batches in a file, the bytes
+// [Position, Position+Size): records a Backend leaves where they are, for
+// the connection to send from the file rather than copy through user
+// space. In tide they are the partition log's chunks (commitlog.Chunk) of
+// a fetch whose records all lie below the high watermark, which the broker
+// hands out with broker.Config.ZeroCopyReads.
 type FileRange struct {
 	File     RecordFile
 	Position int64
@@ -21,9 +24,12 @@ type FileRange struct {
 }
 
 // RecordFile is a file a FileRange lies in: any file of the broker's
-// filesystem (a disk.File). A runtime that can send a real file's bytes
-// without reading them (sendfile) looks for the file behind it; any other
-// reads it with ReadAt.
+// filesystem (a disk.File: a segment of the real disk, or of a MemFS in
+// tests). wire itself only ever reads one with ReadAt (Flatten). The
+// runtime that writes the response decides how to send it: the server
+// sends a real file's bytes with sendfile(2) when the file behind it is an
+// OS file (disk.OSFile) and the connection is TCP, and reads any other with
+// ReadAt.
 type RecordFile interface {
 	io.ReaderAt
 	Name() string
@@ -32,10 +38,13 @@ type RecordFile interface {
 // FileFetcher is a Backend that can answer fetches with records left in
 // files. A Handler whose Backend implements it calls FetchFiles instead of
 // Fetch; files[i], when not empty, holds partition i's records, whose
-// Records field is then empty. The files must keep those bytes unchanged
-// until the response is written (records below the high watermark never
-// change); a range the file no longer holds fails the write, and the
-// connection is closed.
+// Records field is then empty, and the Handler splices them into the
+// response (Response.Splices) in place of the partition's record set. An
+// answer with an error or a diverging epoch carries no records, so its
+// ranges are ignored. The files must keep those bytes unchanged until the
+// response is written (records below the high watermark never change); a
+// range the file no longer holds fails the write, and the connection is
+// closed.
 type FileFetcher interface {
 	FetchFiles(request FetchRequest, done func(answers []replica.FetchResponse, files [][]FileRange))
 }
@@ -116,9 +125,10 @@ type markers struct {
 }
 
 // newMarkers draws a response's marker prefix from random (Config.Random:
-// crypto/rand in the server, the seeded source in the simulator). A source
-// that fails leaves zeros, which at worst makes the markers not found and
-// the response encoded whole.
+// crypto/rand in the server; a seeded source in a run that must be a
+// function of its seed, as the simulator's will be once it speaks wire).
+// A source that fails leaves zeros, which at worst makes the markers not
+// found and the response encoded whole.
 func newMarkers(random io.Reader) markers {
 	var m markers
 	io.ReadFull(random, m.prefix[:])
