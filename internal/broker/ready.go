@@ -107,7 +107,10 @@ func (n *Node) rebuildProducerState(p *partition) error {
 // from the log.
 func (n *Node) route(tp metadata.TopicPartition, p *partition, answer replica.Answer, to destination) error {
 	var chunks []commitlog.Chunk
-	if answer.Fetch != nil && answer.Fetch.ErrorCode == 0 && answer.Fetch.DivergingEpoch == nil && answer.Fetch.ReadUpTo > answer.Fetch.ReadFrom {
+	// A read of no bytes (a fetch whose budget the partitions before it
+	// used up) reads nothing, not even a first batch.
+	if answer.Fetch != nil && answer.Fetch.ErrorCode == 0 && answer.Fetch.DivergingEpoch == nil && answer.Fetch.ReadUpTo > answer.Fetch.ReadFrom &&
+		answer.Fetch.MaxBytes > 0 {
 		result, err := p.log.Read(answer.Fetch.ReadFrom, answer.Fetch.MaxBytes, answer.Fetch.ReadUpTo)
 		if err != nil {
 			return fmt.Errorf("read for fetch: %w", err)

@@ -221,21 +221,33 @@ func (b *backend) drain() {
 		return
 	}
 	for {
-		b.lifecycle.Collect()
-		// A follower's requests to its leaders go to the fetchers; a
-		// leader's answers to followers come back as client answers, since
-		// followers' fetches arrive over the Kafka listener.
-		outbox := node.TakeOutbox()
-		for _, out := range outbox.Peers {
-			b.fetcher.Enqueue(out, b.frontEnd().kafkaAddress(out.To))
-		}
-		for _, answer := range outbox.Clients {
-			b.deliver(answer)
-		}
-		if !b.wakeFetches() && len(outbox.Clients) == 0 {
+		delivered := b.deliverOutbox()
+		if !b.wakeFetches() && delivered == 0 {
 			return
 		}
 	}
+}
+
+// deliverOutbox carries what the node's outbox holds now to where it goes
+// and returns how many answers it delivered. The lifecycle collects the
+// node's ISR proposals and producer-id requests first: emptying the outbox
+// would drop them. A follower's requests to its leaders go to the
+// fetchers; a leader's answers to followers come back as client answers,
+// since followers' fetches arrive over the Kafka listener.
+func (b *backend) deliverOutbox() int {
+	node := b.node()
+	if node == nil {
+		return 0
+	}
+	b.lifecycle.Collect()
+	outbox := node.TakeOutbox()
+	for _, out := range outbox.Peers {
+		b.fetcher.Enqueue(out, b.frontEnd().kafkaAddress(out.To))
+	}
+	for _, answer := range outbox.Clients {
+		b.deliver(answer)
+	}
+	return len(outbox.Clients)
 }
 
 // deliver hands one answer to its caller; an answer to a request that

@@ -87,19 +87,34 @@ func refuseFollowerFetch(request wire.FetchRequest) []replica.FetchResponse {
 }
 
 // serveFetch reads every partition of the fetch once.
+//
+// The reads share the fetch's MaxBytes as Kafka's readFromLog does: each
+// partition may read no more than what the partitions before it left, the
+// first one with records excepted (KIP-74: a consumer always progresses),
+// and one the budget no longer covers reads nothing. So a fetch's work on
+// the node loop is bounded by its MaxBytes (fetch.max.bytes at most) and
+// one batch, however many partitions it names. The node answers a fetch
+// at once, so each read's size is known before the next is issued.
 func (b *backend) serveFetch(fetch *waitingFetch) {
 	partitions := fetch.request.Partitions
 	fetch.answers = make([]replica.FetchResponse, len(partitions))
 	fetch.files = make([][]wire.FileRange, len(partitions))
 	fetch.seen = make([]partitionPosition, len(partitions))
 	fetch.awaited = len(partitions) + 1 // held until every read is issued
+	used := int64(0)
 	for i, partition := range partitions {
 		fetch.seen[i] = b.position(partition)
-		b.issue(broker.ClientRequest{Partition: partition.TopicPartition, Fetch: &partition.FetchRequest}, 0, func(answer broker.ClientAnswer) {
+		request := partition.FetchRequest
+		if used > 0 {
+			request.MaxBytes = max(0, min(request.MaxBytes, int64(fetch.request.MaxBytes)-used))
+		}
+		b.issue(broker.ClientRequest{Partition: partition.TopicPartition, Fetch: &request}, 0, func(answer broker.ClientAnswer) {
 			fetch.answers[i] = fetchAnswer(partition, answer)
 			fetch.files[i] = fileRanges(answer.FetchChunks)
 			b.fetchRead(fetch)
 		})
+		b.deliverOutbox()
+		used += recordsSize(fetch.answers[i], fetch.files[i])
 	}
 	b.fetchRead(fetch)
 }

@@ -111,6 +111,20 @@ func (w *world) electPreferred() {
 	w.client(adminClient).send(to, request, func(kmsg.Response, bool) {})
 }
 
+// workloadPartitions are the states of the workload topic's partitions in
+// the newest committed metadata: the composed faults aim at them, where
+// the producers and consumers are, not at the admin workload's scratch
+// topics.
+func (w *world) workloadPartitions() []metadata.PartitionState {
+	var list []metadata.PartitionState
+	for _, state := range w.metadataImage().Partitions() {
+		if state.Topic == workloadTopic {
+			list = append(list, state)
+		}
+	}
+	return list
+}
+
 // partitions lists the workload topic's partitions in the newest
 // committed metadata.
 func (w *world) partitions() []metadata.TopicPartition {

@@ -87,7 +87,7 @@ func (w *world) runScheduled() {
 // crashes too, while the follower may not yet hold what it led. Whoever is
 // elected then must hold every committed record.
 func (w *world) failoverChain() {
-	partitions := w.metadataImage().Partitions()
+	partitions := w.workloadPartitions()
 	if len(partitions) == 0 || w.now < w.chainUntil {
 		return // one chain at a time: two would blur each other
 	}
@@ -201,7 +201,7 @@ func (b *brokerProcess) addresses() []address {
 // leader it follows shuts down, so that leadership moves away and, with a
 // preferred election, may come back while the follower knows nothing of it.
 func (w *world) makeZombie() {
-	partitions := w.metadataImage().Partitions()
+	partitions := w.workloadPartitions()
 	if len(partitions) == 0 {
 		return
 	}

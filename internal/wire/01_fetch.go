@@ -52,6 +52,9 @@ import (
 //     there too: a tagged field any v12 reader may skip. A follower fetch
 //     without it, or whose ReplicaState names another broker, carries no
 //     broker epoch, and the Backend may refuse it.
+//   - A partition named more than once is read and answered once, where it
+//     was first named, with what it was last asked (Kafka reads a fetch
+//     into a map by partition).
 //   - v13+ (topic ids, KIP-516) are not served yet.
 
 func init() { register(1, 4, 12, (*Handler).handleFetch) }
@@ -65,6 +68,7 @@ func (h *Handler) handleFetch(x *exchange) error {
 	if err := h.checkCounts(len(request.Topics), partitions); err != nil {
 		return err
 	}
+	partitions = dedupeFetchPartitions(request)
 	if request.IsolationLevel != int8(ReadUncommitted) && request.IsolationLevel != int8(ReadCommitted) {
 		return fmt.Errorf("%w: fetch isolation level %d", ErrMalformedRequest, request.IsolationLevel)
 	}
@@ -87,6 +91,52 @@ func (h *Handler) handleFetch(x *exchange) error {
 		x.respondSized(response, fillFetchResponse(request, response, answers))
 	})
 	return nil
+}
+
+// dedupeFetchPartitions keeps one entry per partition, where it was first
+// named, with what it was last asked: Kafka reads a fetch into a map by
+// partition, so a partition named twice is read and answered once, and a
+// client naming one partition 10,000 times costs one read, not 10,000. It
+// returns how many partitions are left.
+func dedupeFetchPartitions(request *kmsg.FetchRequest) int {
+	type key struct {
+		topic     string
+		partition int32
+	}
+	last := map[key]kmsg.FetchRequestTopicPartition{}
+	for _, topic := range request.Topics {
+		for _, partition := range topic.Partitions {
+			last[key{topic.Topic, partition.Partition}] = partition
+		}
+	}
+	total := 0
+	for _, topic := range request.Topics {
+		total += len(topic.Partitions)
+	}
+	if len(last) == total {
+		return total
+	}
+	kept := request.Topics[:0]
+	for _, topic := range request.Topics {
+		var partitions []kmsg.FetchRequestTopicPartition
+		for _, partition := range topic.Partitions {
+			k := key{topic.Topic, partition.Partition}
+			if entry, ok := last[k]; ok {
+				partitions = append(partitions, entry)
+				delete(last, k)
+			}
+		}
+		if len(partitions) > 0 {
+			topic.Partitions = partitions
+			kept = append(kept, topic)
+		}
+	}
+	request.Topics = kept
+	total = 0
+	for _, topic := range request.Topics {
+		total += len(topic.Partitions)
+	}
+	return total
 }
 
 func checkFetchAnswers(answers, partitions int) {

@@ -59,3 +59,24 @@ func TestFetchBytesCapped(t *testing.T) {
 		t.Fatalf("max bytes %d, partitions %d and %d", fetch.MaxBytes, fetch.Partitions[0].MaxBytes, fetch.Partitions[1].MaxBytes)
 	}
 }
+
+// A partition named many times in one fetch is read and answered once, at
+// the place it was first named, with what it was last asked, as Kafka
+// reads a fetch into a map: a client naming one partition 10,000 times
+// costs the broker one read.
+func TestFetchDuplicatePartitionsAnsweredOnce(t *testing.T) {
+	request := testFetchRequest(12, 0, 5)
+	orders := request.Topics[0]
+	for i := range 10_000 {
+		duplicate := orders.Partitions[0]
+		duplicate.FetchOffset = int64(i)
+		request.Topics = append(request.Topics, kmsg.FetchRequestTopic{Topic: "orders", Partitions: []kmsg.FetchRequestTopicPartition{duplicate}})
+	}
+	if left := dedupeFetchPartitions(request); left != 3 {
+		t.Fatalf("%d partitions left, want 3", left)
+	}
+	if len(request.Topics) != 2 || request.Topics[0].Topic != "orders" || len(request.Topics[0].Partitions) != 2 ||
+		request.Topics[0].Partitions[0].FetchOffset != 9_999 || request.Topics[1].Topic != "missing" {
+		t.Fatalf("deduplicated: %+v", request.Topics)
+	}
+}
