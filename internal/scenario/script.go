@@ -17,8 +17,9 @@ import (
 //
 //	cluster brokers=N [flush=never] [manual-sync] [legacy=RULE,...] [seed=S]
 //	topic replicas=1,2,3 [min-isr=N] [name=T]    replicas in order; the first is preferred
-//	produce broker=N [count=M] [acks=all|1|0]
-//	hold from=N to=M | release from=N to=M        N, M: a broker or "controller"
+//	produce broker=N [count=M] [acks=all|1|0] [idempotent]
+//	retry produce=N broker=M                      produce N's batch again, same sequence
+//	hold from=N to=M | release from=N to=M        N, M: a broker, "controller" or pK (produce K's client)
 //	deliver from=N to=M [count=K] [newest] [kind=K] [max-bytes=B]
 //	drop from=N to=M [count=K] [newest] [kind=K]   K: fetch, fetch-response, metadata, ...
 //	cut from=N to=M [both] | heal from=N to=M [both]
@@ -124,7 +125,13 @@ func runCommand(s *sim.Script, d Command) string {
 	case "topic":
 		must(s.CreateTopic(d.stringArg("name", "t"), d.brokerList("replicas"), d.intArg("min-isr", 1)))
 	case "produce":
+		if d.has("idempotent") {
+			must(s.ProduceIdempotent(d.brokerArg("broker"), d.intArg("count", 1), d.acksArg()))
+			break
+		}
 		must(s.Produce(d.brokerArg("broker"), d.intArg("count", 1), d.acksArg()))
+	case "retry":
+		must(s.Retry(d.intArg("produce", 0), d.brokerArg("broker")))
 	case "hold", "release", "deliver", "drop", "cut", "heal":
 		linkCommand(s, d)
 	case "crash":
@@ -243,8 +250,16 @@ func (d Command) brokerList(key string) []metadata.BrokerID {
 }
 
 func (d Command) endpointArg(key string) sim.Endpoint {
-	if d.stringArg(key, "") == "controller" {
+	text := d.stringArg(key, "")
+	if text == "controller" {
 		return sim.ControllerEndpoint
+	}
+	if number, ok := strings.CutPrefix(text, "p"); ok {
+		n, err := strconv.Atoi(number)
+		if err != nil || n < 1 {
+			fail("bad producer %q (produce n's client is pN)", text)
+		}
+		return sim.ProducerEndpoint(n)
 	}
 	return d.brokerArg(key)
 }

@@ -79,6 +79,66 @@ type scriptProduce struct {
 	answered, acked bool
 }
 
+// ProduceIdempotent is Produce as an idempotent producer (KIP-98): the
+// script's client first takes a producer id with InitProducerId from the
+// broker, then sends the batch with sequence 0, so that Retry can resend
+// it, same sequence, and the leader answers a retry of a batch it already
+// has with the original offset.
+func (s *Script) ProduceIdempotent(id metadata.BrokerID, count int, acks int16) error {
+	if err := s.needTopic(); err != nil {
+		return err
+	}
+	if _, err := s.broker(id); err != nil {
+		return err
+	}
+	client := s.w.client(clientAddress(len(s.produces) + 1))
+	var answer *kmsg.InitProducerIDResponse
+	// The broker may first need a block of ids from the controller: it
+	// answers COORDINATOR_LOAD_IN_PROGRESS meanwhile, and a producer asks
+	// again.
+	for attempt := 0; attempt < 10 && (answer == nil || answer.ErrorCode != 0); attempt++ {
+		request := kmsg.NewPtrInitProducerIDRequest()
+		request.Version, request.TransactionTimeoutMillis = 4, 60_000
+		answered := false
+		if !client.send(id, request, func(response kmsg.Response, ok bool) {
+			answered = true
+			if ok {
+				answer = response.(*kmsg.InitProducerIDResponse)
+			}
+		}) {
+			return fmt.Errorf("no connection to broker %d", id)
+		}
+		s.RunUntil(func() bool { return answered }, clientAnswerTicks)
+		s.RunUntil(func() bool { return false }, retryBackoffTicks)
+	}
+	if answer == nil || answer.ErrorCode != 0 {
+		return fmt.Errorf("broker %d gave no producer id", id)
+	}
+	s.note("producer %d: producer id %d", len(s.produces)+1, answer.ProducerID)
+	return s.produce(id, count, acks, &record.ProducerState{ProducerID: answer.ProducerID, ProducerEpoch: answer.ProducerEpoch})
+}
+
+// Retry resends produce n's batch, byte for byte (same producer id and
+// sequence), to a broker, from the same client, as a producer does after a
+// timeout or a retriable error; its answer is noted when it arrives.
+func (s *Script) Retry(number int, id metadata.BrokerID) error {
+	if number < 1 || number > len(s.produces) {
+		return fmt.Errorf("no produce %d (there are %d)", number, len(s.produces))
+	}
+	if _, err := s.broker(id); err != nil {
+		return err
+	}
+	p := &s.produces[number-1]
+	p.answered = false
+	request := produceRequest(s.partition, append([]byte(nil), p.batch...), p.acks, 9)
+	if !s.w.client(clientAddress(number)).send(id, request, func(response kmsg.Response, ok bool) {
+		s.produceAnswered(number, id, response, ok)
+	}) {
+		s.note("produce %d: no connection to %d", number, id)
+	}
+	return nil
+}
+
 const consumerClient = 0
 
 // NewScript starts a scripted run: the brokers start and register, and
@@ -216,6 +276,10 @@ func (s *Script) needTopic() error {
 // Produce sends one batch of count records to a broker, with the given
 // acks, as a new producer; its answer is noted when it arrives.
 func (s *Script) Produce(id metadata.BrokerID, count int, acks int16) error {
+	return s.produce(id, count, acks, nil)
+}
+
+func (s *Script) produce(id metadata.BrokerID, count int, acks int16, producer *record.ProducerState) error {
 	if err := s.needTopic(); err != nil {
 		return err
 	}
@@ -229,7 +293,7 @@ func (s *Script) Produce(id metadata.BrokerID, count int, acks int16) error {
 	for i := range records {
 		records[i] = record.Record{Value: []byte(fmt.Sprintf("p%d-%d", len(s.produces)+1, i))}
 	}
-	batch := record.Build(record.BuildOptions{Records: records, LeaderEpoch: record.NoLeaderEpoch, BaseTimestampMs: s.w.now * 10})
+	batch := record.Build(record.BuildOptions{Records: records, LeaderEpoch: record.NoLeaderEpoch, BaseTimestampMs: s.w.now * 10, Producer: producer})
 	s.produces = append(s.produces, scriptProduce{acks: acks, batch: batch})
 	number := len(s.produces)
 	request := produceRequest(s.partition, append([]byte(nil), batch...), acks, 9)

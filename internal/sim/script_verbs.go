@@ -31,9 +31,18 @@ const (
 	quietTicks = 2 * replicaLagTicks
 )
 
+// ProducerEndpoint is produce n's client's end of a link: its requests to
+// a broker and the broker's answers travel on it.
+func ProducerEndpoint(n int) Endpoint { return Endpoint(-n) }
+
 func (s *Script) link(from, to Endpoint) (link, error) {
 	for _, end := range []Endpoint{from, to} {
-		if end != ControllerEndpoint {
+		switch {
+		case end < 0:
+			if int(-end) > len(s.produces) {
+				return link{}, fmt.Errorf("no produce %d yet (there are %d)", -end, len(s.produces))
+			}
+		case end != ControllerEndpoint:
 			if _, err := s.broker(end); err != nil {
 				return link{}, err
 			}
@@ -48,8 +57,11 @@ func (s *Script) link(from, to Endpoint) (link, error) {
 // endpointAddress is a script endpoint's address: the controller is the
 // script's one controller.
 func (s *Script) endpointAddress(end Endpoint) address {
-	if end == ControllerEndpoint {
+	switch {
+	case end == ControllerEndpoint:
 		return controllerAddress(s.w.controllers[0].id)
+	case end < 0:
+		return clientAddress(int(-end))
 	}
 	return brokerAddress(end)
 }
