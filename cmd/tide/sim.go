@@ -156,6 +156,8 @@ type simSummary struct {
 	elapsed     time.Duration
 	failure     *sim.Result
 	last        sim.Result
+	// offlineByDesign counts the partitions the liveness check excused.
+	offlineByDesign int
 }
 
 // runSeeds runs seeds on every core; each run is a pure function of its
@@ -201,6 +203,7 @@ func runSeeds(options simOptions, template sim.Options, out, progress io.Writer)
 		for kind, count := range result.Stats.Idempotence() {
 			summary.idempotence[kind] += count
 		}
+		summary.offlineByDesign += result.Stats.OfflineByDesign()
 		summary.last = result
 		if options.json {
 			line, _ := json.Marshal(seedJSON(result))
@@ -246,6 +249,7 @@ func printSummary(out io.Writer, summary simSummary) {
 		summary.seeds, summary.elapsed.Round(time.Millisecond), rate, summary.ticks, summary.acked)
 	printCounts(out, "faults:", summary.faults)
 	printCounts(out, "idempotence:", summary.idempotence)
+	fmt.Fprintf(out, "offline by design: %d partitions (every replica that held their committed records lost them)\n", summary.offlineByDesign)
 	if summary.failure == nil {
 		fmt.Fprintln(out, "violations: none")
 		return
@@ -283,7 +287,7 @@ func seedJSON(result sim.Result) map[string]any {
 
 func printJSONSummary(out io.Writer, summary simSummary) {
 	entry := map[string]any{"seeds": summary.seeds, "ticks": summary.ticks, "acked": summary.acked, "faults": summary.faults,
-		"idempotence": summary.idempotence, "seconds": summary.elapsed.Seconds()}
+		"idempotence": summary.idempotence, "offline-by-design": summary.offlineByDesign, "seconds": summary.elapsed.Seconds()}
 	if summary.failure != nil {
 		entry["failure"] = seedJSON(*summary.failure)
 	}
