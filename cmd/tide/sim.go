@@ -167,6 +167,8 @@ type simSummary struct {
 	elapsed     time.Duration
 	failure     *sim.Result
 	last        sim.Result
+	// offlineByDesign counts the partitions the liveness check excused.
+	offlineByDesign int
 }
 
 // runSeeds runs seeds on every core; each run is a pure function of its
@@ -215,6 +217,7 @@ func runSeeds(options simOptions, template sim.Options, out, progress io.Writer)
 		for key, count := range result.Stats.APIRequests() {
 			summary.apiRequests[kmsg.NameForKey(key)] += count
 		}
+		summary.offlineByDesign += result.Stats.OfflineByDesign()
 		summary.last = result
 		if options.json {
 			line, _ := json.Marshal(seedJSON(result))
@@ -277,6 +280,7 @@ func printSummary(out io.Writer, summary simSummary) {
 	if missing := summary.unexercised(); len(missing) > 0 {
 		fmt.Fprintf(out, "not exercised: %s\n", strings.Join(missing, " "))
 	}
+	fmt.Fprintf(out, "offline by design: %d partitions (every replica that held their committed records lost them)\n", summary.offlineByDesign)
 	if summary.failure == nil {
 		fmt.Fprintln(out, "violations: none")
 		return
@@ -314,7 +318,8 @@ func seedJSON(result sim.Result) map[string]any {
 
 func printJSONSummary(out io.Writer, summary simSummary) {
 	entry := map[string]any{"seeds": summary.seeds, "ticks": summary.ticks, "acked": summary.acked, "faults": summary.faults,
-		"idempotence": summary.idempotence, "requests": summary.apiRequests, "seconds": summary.elapsed.Seconds()}
+		"idempotence": summary.idempotence, "requests": summary.apiRequests, "offline-by-design": summary.offlineByDesign,
+		"seconds": summary.elapsed.Seconds()}
 	if summary.failure != nil {
 		entry["failure"] = seedJSON(*summary.failure)
 	}

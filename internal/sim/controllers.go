@@ -136,6 +136,7 @@ func (w *world) traceCommitted(c *controllerNode) {
 	for _, entry := range c.q.Entries(w.tracedOffset+1, 1<<20) {
 		w.tracedOffset = entry.Offset
 		w.trace("controller: %s", entry.Record)
+		w.holders.apply(w.now, entry.Record)
 	}
 }
 

@@ -39,6 +39,9 @@ type Stats struct {
 	controllerPartitions int
 	failoverChains       int
 	diskReplacements     int
+	// offlineByDesign counts partitions left offline after healing because
+	// every replica that held their committed records lost them.
+	offlineByDesign int
 	// retries are produce requests resent with the same batch by an
 	// idempotent producer; producerResets are batches one gave up on,
 	// starting over in a new producer epoch.
@@ -63,6 +66,10 @@ func (s Stats) Idempotence() map[string]int {
 		"invalid-producer-epoch": s.invalidProducerEpoch,
 	}
 }
+
+// OfflineByDesign is how many partitions stayed offline after healing, as
+// they may: every replica that held their committed records lost them.
+func (s Stats) OfflineByDesign() int { return s.offlineByDesign }
 
 // Faults returns the faults injected, by kind.
 func (s Stats) Faults() map[string]int {
@@ -126,7 +133,7 @@ func newWorldOfShape(options Options, random *rand.Rand, shape shape) *world {
 	w := &world{options: options, random: random, shape: shape, traceLog: newTraceLog(options.TraceLines),
 		raftSource: newRaftSource(options.Seed), tracedOffset: -1,
 		kafka:   kafkaNet{conns: map[connID]*simConn{}, apiRequests: map[int16]int{}},
-		clients: map[address]*kafkaClient{}, wireRandom: newWireSource(options.Seed)}
+		clients: map[address]*kafkaClient{}, wireRandom: newWireSource(options.Seed), holders: newHolders()}
 	for _, rule := range options.Legacy {
 		w.rules = w.rules.Without(rule)
 	}
@@ -251,6 +258,7 @@ func (w *world) heal(healTicks int64) {
 	for w.now < deadline && w.checker.violation == nil {
 		w.tick(w.now < quietFrom, false)
 		if w.now >= quietFrom && w.converged() {
+			w.traceOfflineByDesign()
 			w.checkProducedAfterHealing(healedAt)
 			w.checker.checkLogs(true)
 			return
@@ -286,7 +294,7 @@ func (w *world) unconverged() string {
 			continue
 		}
 		if state.Leader == metadata.NoBroker {
-			return fmt.Sprintf("%s has no leader", state.TopicPartition)
+			return fmt.Sprintf("%s has no leader%s", state.TopicPartition, w.holders.describeIntact(state.TopicPartition))
 		}
 		if len(state.ISR) != len(state.Replicas) {
 			return fmt.Sprintf("%s has ISR %v of replicas %v", state.TopicPartition, state.ISR, state.Replicas)
@@ -311,15 +319,6 @@ func (w *world) unconverged() string {
 		}
 	}
 	return ""
-}
-
-// allowedOffline reports a partition left without any replica eligible to
-// lead, which flush=never allows: a crash there may lose acknowledged
-// records, so a broker restarting after one cannot vouch for its log, and
-// once every eligible replica has, the partition stays offline until an
-// operator allows an unclean election (KIP-966).
-func (w *world) allowedOffline(state metadata.PartitionState) bool {
-	return !w.shape.flushAlways && state.Leader == metadata.NoBroker && len(state.ISR) == 0 && len(state.ELR) == 0
 }
 
 // traceLog keeps the last events of a run and a digest of all of them.

@@ -208,3 +208,84 @@ func TestRetriesDuplicateOnlyWithoutIdempotence(t *testing.T) {
 	}
 	t.Fatal("no seed found the duplicates of retries without idempotence")
 }
+
+// Seeds 22714 and 40496 (flush=always) end with partitions whose every
+// replica that held the committed records lost its data disk: with unclean
+// election off they must stay offline, and the liveness check excuses them
+// for that reason, naming the losses, and for no other partition.
+func TestOfflineByDesignIsExcused(t *testing.T) {
+	for _, seed := range []struct {
+		seed     uint64
+		excusals []string
+	}{
+		{22714, []string{"events-1 offline by design: every replica that held its committed records lost them " +
+			"(b1 had its data disk replaced at 1800, b2 had its data disk replaced at 861)"}},
+		{40496, []string{
+			"events-0 offline by design: every replica that held its committed records lost them " +
+				"(b1 had its data disk replaced at 2031, b3 had its data disk replaced at 2956)",
+			"events-2 offline by design: every replica that held its committed records lost them " +
+				"(b1 had its data disk replaced at 2031, b3 had its data disk replaced at 2956)"}},
+	} {
+		result := Run(Options{Seed: seed.seed})
+		if result.Violation != nil {
+			t.Fatalf("seed %d: %s\n%s", seed.seed, result.Violation, strings.Join(result.Trace, "\n"))
+		}
+		if got := result.Stats.OfflineByDesign(); got != len(seed.excusals) {
+			t.Errorf("seed %d: %d partitions offline by design, want %d", seed.seed, got, len(seed.excusals))
+		}
+		trace := strings.Join(result.Trace, "\n")
+		for _, excusal := range seed.excusals {
+			if !strings.Contains(trace, excusal) {
+				t.Errorf("seed %d: the trace does not say %q", seed.seed, excusal)
+			}
+		}
+	}
+}
+
+// The account of who holds a partition's committed records, step by step:
+// an ISR at min.insync.replicas forgets the replicas outside it, a replica
+// added by the leader has caught up, one elected from the ELR holds only
+// what it held, and a partition is excused only once every holder lost its
+// data since it last caught up.
+func TestHoldersExcuseOnlyWhenEveryHolderLostItsData(t *testing.T) {
+	h := newHolders()
+	tp := metadata.TopicPartition{Topic: "events"}
+	change := func(now int64, leader metadata.BrokerID, leaderEpoch record.LeaderEpoch, epoch metadata.PartitionEpoch, isr ...metadata.BrokerID) {
+		h.apply(now, metadata.PartitionChange{TopicPartition: tp, Leader: leader, ISR: isr, LeaderEpoch: leaderEpoch, PartitionEpoch: epoch})
+	}
+	excused := func(want bool) {
+		t.Helper()
+		if reason, ok := h.offlineByDesign(tp); ok != want {
+			t.Fatalf("excused %t (%s), want %t", ok, reason, want)
+		}
+	}
+	h.apply(10, metadata.CreateTopic{Name: "events", Config: metadata.TopicConfig{MinInsyncReplicas: 2},
+		Partitions: []metadata.PartitionState{{TopicPartition: tp, Replicas: []metadata.BrokerID{1, 2, 3}, ISR: []metadata.BrokerID{1, 2, 3}}}})
+	change(20, 1, 0, 1, 1, 2) // b3 leaves an ISR still at min.insync.replicas: it may miss commits
+	h.lose(2, 30, "had its data disk replaced at 25")
+	change(40, metadata.NoBroker, 1, 2) // b1 and b2 fenced: both would be in the ELR
+	excused(false)                      // b1 still holds everything, b3 never counts
+	change(50, 1, 2, 3, 1)              // b1 elected from the ELR
+	change(60, 1, 2, 4, 1, 2)           // b2 caught up (after its loss) and was added by the leader
+	h.lose(1, 70, "")
+	change(80, metadata.NoBroker, 3, 5)
+	excused(false) // b2 holds it again since 60
+	h.lose(2, 90, "stopped uncleanly at 85 with flush=never")
+	excused(true)
+	if reason, _ := h.offlineByDesign(tp); reason != "every replica that held its committed records lost them "+
+		"(b1 never vouched for its log, b2 stopped uncleanly at 85 with flush=never)" {
+		t.Fatalf("reason %q", reason)
+	}
+
+	// Elected out of an empty ISR, a replica that lost its data does not
+	// hold the committed records again: only catching up does that.
+	h = newHolders()
+	h.apply(10, metadata.CreateTopic{Name: "events", Config: metadata.TopicConfig{MinInsyncReplicas: 2},
+		Partitions: []metadata.PartitionState{{TopicPartition: tp, Replicas: []metadata.BrokerID{1, 2}, ISR: []metadata.BrokerID{1, 2}}}})
+	change(20, 1, 0, 1, 1)
+	h.lose(1, 30, "")
+	h.lose(2, 30, "")
+	change(40, 2, 1, 2, 2) // from ISR [1] to [2] in one record: b2 elected from the ELR
+	change(50, metadata.NoBroker, 2, 3)
+	excused(true)
+}

@@ -39,6 +39,7 @@ type world struct {
 	tracedOffset int64
 	workload     *workload
 	checker      *checker
+	holders      *holders // who holds each partition's committed records (offline.go)
 	stats        Stats
 	traceLog     *traceLog
 	// partitionsUntil says when each cut link heals; scheduled are the
@@ -93,6 +94,9 @@ type brokerProcess struct {
 	// the next one.
 	vouched      bool
 	shuttingDown bool
+	// lostBy says how the broker last lost what its log held, or could no
+	// longer vouch for it.
+	lostBy string
 }
 
 func (w *world) trace(format string, args ...any) {
@@ -142,6 +146,9 @@ func (w *world) machineName(b *brokerProcess) string {
 // startBroker starts the broker's lifecycle: it registers with the
 // controller, and its node starts once it has a broker epoch.
 func (w *world) startBroker(b *brokerProcess) {
+	if b.cleanEpoch == metadata.NoBrokerEpoch && b.incarnation > 1 {
+		w.holders.lose(b.id, w.now, b.lostBy)
+	}
 	lifecycle, err := broker.NewLifecycle(broker.LifecycleConfig{
 		ID: b.id, Incarnation: fmt.Sprintf("b%d-%d", b.id, b.incarnation), PreviousEpoch: b.cleanEpoch,
 		Endpoint: kafkaAddress(b.id),
@@ -302,6 +309,7 @@ func (w *world) crash(b *brokerProcess, powerLoss bool) {
 	switch {
 	case !w.shape.flushAlways:
 		b.cleanEpoch = metadata.NoBrokerEpoch
+		b.lostBy = fmt.Sprintf("stopped uncleanly at %d with flush=never", w.now)
 	case b.node != nil:
 		b.cleanEpoch = b.node.Epoch()
 	}
@@ -336,6 +344,7 @@ func (w *world) replaceDataDisk(b *brokerProcess) {
 		panic(err)
 	}
 	b.cleanEpoch = metadata.NoBrokerEpoch
+	b.lostBy = fmt.Sprintf("had its data disk replaced at %d", w.now)
 	w.stats.diskReplacements++
 	w.trace("b%d's data disk is replaced with an empty one", b.id)
 }
