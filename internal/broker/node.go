@@ -270,7 +270,11 @@ func (n *Node) applyPartitionState(tp metadata.TopicPartition) error {
 }
 
 // ensurePartition opens the log and creates the replica of a partition this
-// broker hosts, if not yet open.
+// broker hosts, if not yet open. A log that cannot be opened (recovery found
+// corruption below its recovery point, or the disk failed) takes only its
+// own partition offline, into failed, and returns no partition and no
+// error: one damaged partition directory must not stop the node from
+// serving the others (issue 11).
 func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	if p, ok := n.partitions[tp]; ok {
 		return p, nil
@@ -288,12 +292,14 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 		Flush: commitlog.FlushNever, RetentionBytes: -1,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("broker %d: open %s: %w", n.config.ID, tp, err)
+		n.failed[tp] = fmt.Errorf("broker %d: open %s: %w", n.config.ID, tp, err)
+		return nil, nil
 	}
 	producerBatches, err := log.ReadHeaders(producer.IsIdempotent)
 	if err != nil {
 		log.Close()
-		return nil, fmt.Errorf("broker %d: read producer batches of %s: %w", n.config.ID, tp, err)
+		n.failed[tp] = fmt.Errorf("broker %d: read producer batches of %s: %w", n.config.ID, tp, err)
+		return nil, nil
 	}
 	r, err := replica.New(replica.Config{
 		Broker: n.config.ID, Partition: tp, MinInsyncReplicas: config.MinInsyncReplicas,

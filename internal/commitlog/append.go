@@ -2,7 +2,6 @@ package commitlog
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/tidelog/tide/internal/record"
 )
@@ -111,7 +110,11 @@ func (l *Log) appendLocked(batches []byte, headers []record.Header) (AppendResul
 		return AppendResult{}, fmt.Errorf("%w: %d bytes, segments hold %d", ErrBatchTooLarge, len(batches), l.cfg.SegmentBytes)
 	}
 	first, last := headers[0], headers[len(headers)-1]
-	if err := l.maybeRollLocked(int64(len(batches)), last.NextOffset()); err != nil {
+	end, err := appendEnd(headers)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if err := l.maybeRollLocked(int64(len(batches)), end); err != nil {
 		return AppendResult{}, err
 	}
 	for _, header := range headers {
@@ -128,9 +131,29 @@ func (l *Log) appendLocked(batches []byte, headers []record.Header) (AppendResul
 	return AppendResult{BaseOffset: first.BaseOffset, NextOffset: last.NextOffset(), Batches: len(headers)}, nil
 }
 
+// appendEnd returns the largest next offset over every batch of an append,
+// or ErrOffsetSpanTooLarge when the append covers more offsets than one
+// segment can index. Every batch counts, not only the last: the headers come
+// from a peer or a client, and a roll decided on the last batch alone once
+// let an append of batches with huge offset spans land in one segment whose
+// index could not hold them (issue 11).
+func appendEnd(headers []record.Header) (record.Offset, error) {
+	first := headers[0].BaseOffset
+	end := first
+	for _, header := range headers {
+		end = max(end, header.NextOffset())
+	}
+	if end-first > SegmentOffsetSpanMax {
+		return 0, fmt.Errorf("%w: offsets [%d, %d) in one append, a segment indexes %d", ErrOffsetSpanTooLarge, first, end, int64(SegmentOffsetSpanMax))
+	}
+	return end, nil
+}
+
 // maybeRollLocked starts a new active segment when appending size bytes
 // ending at nextOffset would overfill the current one, when it is too old,
-// or when the offsets would no longer fit the index's 32-bit relative field.
+// or when the offsets would no longer fit the index's 32-bit relative field
+// (SegmentOffsetSpanMax). An empty active segment starts at the log end
+// offset, where the append starts, so the caller's span check covers it.
 func (l *Log) maybeRollLocked(size int64, nextOffset record.Offset) error {
 	active := l.segments[len(l.segments)-1]
 	if active.size == 0 {
@@ -138,8 +161,7 @@ func (l *Log) maybeRollLocked(size int64, nextOffset record.Offset) error {
 	}
 	full := active.size+size > l.cfg.SegmentBytes
 	old := l.cfg.SegmentAge > 0 && l.cfg.Now().Sub(active.createdAt) >= l.cfg.SegmentAge
-	offsetsExhausted := nextOffset-active.baseOffset > math.MaxUint32
-	if !full && !old && !offsetsExhausted {
+	if !full && !old && active.canIndex(nextOffset) {
 		return nil
 	}
 	return l.rollLocked()

@@ -3,6 +3,7 @@ package commitlog
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/tidelog/tide/internal/disk"
@@ -64,6 +65,14 @@ const (
 	SegmentsOpenMax = 10_000
 	// IndexIntervalBytesMin keeps the sparse index sparse.
 	IndexIntervalBytesMin = 64
+	// SegmentOffsetSpanMax is the most offsets one segment may cover: a
+	// segment holds [base, base+SegmentOffsetSpanMax) at most, because an
+	// index entry stores an offset relative to the segment's base as a
+	// uint32. A batch ending further out could not be indexed (and a lookup
+	// would wrap), so the log rolls before it, refuses an append spanning
+	// more (ErrOffsetSpanTooLarge), and recovery treats a segment holding
+	// one as damage.
+	SegmentOffsetSpanMax = math.MaxUint32
 )
 
 // Config configures one partition log.

@@ -65,6 +65,12 @@ func (l *Log) scanSegment(s *segment, recoveryPoint record.Offset, epochs *[]lea
 		if err == nil && header.BaseOffset != s.nextOffset {
 			err = fmt.Errorf("batch at offset %d where %d was expected: %w", header.BaseOffset, s.nextOffset, record.ErrInvalid)
 		}
+		if err == nil && !s.canIndex(header.NextOffset()) {
+			// No append writes such a batch (the log rolls before it or
+			// refuses it), so its CRC-valid header is damage, however it
+			// got there: indexing it would wrap the relative offset.
+			err = errCannotIndex(s, header)
+		}
 		// Batches wholly below the log start offset are dead (a truncation
 		// to the log start may have forgotten their epochs), so only live
 		// ones must have non-decreasing epochs.
