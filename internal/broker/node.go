@@ -37,6 +37,11 @@ type Config struct {
 	// SegmentBytes and MaxBatchBytes size the partition logs.
 	SegmentBytes  int64
 	MaxBatchBytes int
+	// MaxDecompressedBatchBytes bounds what a produced compressed batch may
+	// inflate to while its leader checks it; see
+	// replica.Config.MaxDecompressedBatchBytes. Zero means
+	// record.DefaultMaxDecompressedBatchBytes (64 MiB).
+	MaxDecompressedBatchBytes int
 	// Replica tick intervals; see replica.Config.
 	ReplicaLagTicks    int64
 	FetchRetryTicks    int64
@@ -306,8 +311,8 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 		ReplicaLagTicks: n.config.ReplicaLagTicks, FetchRetryTicks: n.config.FetchRetryTicks,
 		FetchTimeoutTicks:  n.config.FetchTimeoutTicks,
 		ProposalRetryTicks: n.config.ProposalRetryTicks, FlushAlways: n.config.FlushAlways,
-		MaxBatchBytes: n.config.MaxBatchBytes, MaxPendingProduces: n.config.MaxPendingProduces,
-		Rules: n.config.Rules,
+		MaxBatchBytes: n.config.MaxBatchBytes, MaxDecompressedBatchBytes: n.config.MaxDecompressedBatchBytes,
+		MaxPendingProduces: n.config.MaxPendingProduces, Rules: n.config.Rules,
 	}, replica.LogState{
 		LogStartOffset: log.LogStartOffset(), LogEndOffset: log.LogEndOffset(),
 		DurableEndOffset: log.DurableEndOffset(), HighWatermark: log.HighWatermark(), Epochs: log.Epochs(),

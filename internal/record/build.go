@@ -91,7 +91,9 @@ func appendHeader(dst []byte, opts BuildOptions) []byte {
 	if opts.Control {
 		attributes |= attributeControl
 	}
-	maxTimestampMs := opts.BaseTimestampMs
+	// The largest record timestamp, as producers write it and
+	// RequireExactMaxTimestamp checks it.
+	maxTimestampMs := opts.BaseTimestampMs + opts.Records[0].TimestampDeltaMs
 	for _, record := range opts.Records {
 		maxTimestampMs = max(maxTimestampMs, opts.BaseTimestampMs+record.TimestampDeltaMs)
 	}
