@@ -294,7 +294,7 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	log, err := commitlog.Open(commitlog.Config{
 		FS: n.config.FS, Dir: path.Join(n.config.Dir, tp.String()),
 		SegmentBytes: n.config.SegmentBytes, MaxBatchBytes: n.config.MaxBatchBytes,
-		Flush: commitlog.FlushNever, RetentionBytes: -1,
+		RetentionBytes: -1,
 	})
 	if err != nil {
 		n.failed[tp] = fmt.Errorf("broker %d: open %s: %w", n.config.ID, tp, err)

@@ -38,9 +38,9 @@ func spanBatches(base record.Offset, count int) []byte {
 // Now every append's span is checked, and the log rolls before a batch its
 // active segment cannot index.
 func TestAppendRollsBeforeABatchTheSegmentCannotIndex(t *testing.T) {
-	l := openTestLog(t, disk.NewMem(), Config{IndexIntervalBytes: IndexIntervalBytesMin, Flush: FlushNever})
+	l := openTestLog(t, disk.NewMem(), Config{IndexIntervalBytes: IndexIntervalBytesMin})
 	for i := range 3 {
-		if _, err := l.AppendAsFollower(spanBatches(record.Offset(i)*hugeSpan, 1)); err != nil {
+		if _, err := l.Append(spanBatches(record.Offset(i)*hugeSpan, 1)); err != nil {
 			t.Fatalf("append %d: %v", i, err)
 		}
 	}
@@ -63,8 +63,8 @@ func TestAppendRollsBeforeABatchTheSegmentCannotIndex(t *testing.T) {
 // a segment can index is refused whole, with a typed error, and the log is
 // unchanged and usable.
 func TestAppendSpanningMoreThanASegmentIsRefused(t *testing.T) {
-	l := openTestLog(t, disk.NewMem(), Config{Flush: FlushNever})
-	_, err := l.AppendAsFollower(spanBatches(0, 3))
+	l := openTestLog(t, disk.NewMem(), Config{})
+	_, err := l.Append(spanBatches(0, 3))
 	if !errors.Is(err, ErrOffsetSpanTooLarge) {
 		t.Fatalf("append of 3 x %d offsets returned %v, want ErrOffsetSpanTooLarge", hugeSpan, err)
 	}
@@ -74,7 +74,7 @@ func TestAppendSpanningMoreThanASegmentIsRefused(t *testing.T) {
 	if got := l.LogEndOffset(); got != 0 || l.SizeBytes() != 0 {
 		t.Fatalf("log end %d, %d bytes after a refused append", got, l.SizeBytes())
 	}
-	if _, err := l.AppendAsFollower(followerBatches(0, 0, 2, 3, 10, 0)); err != nil {
+	if _, err := l.Append(followerBatches(0, 0, 2, 3, 10, 0)); err != nil {
 		t.Fatalf("append after the refusal: %v", err)
 	}
 }
@@ -115,7 +115,7 @@ func TestRecoveryCutsATailItCannotIndex(t *testing.T) {
 	if !errors.Is(report.TailError, record.ErrInvalid) || report.TruncatedBytes == 0 {
 		t.Fatalf("recovery report %+v, want a cut tail with an invalid batch", report)
 	}
-	if _, err := l.AppendAsFollower(followerBatches(2*hugeSpan, 0, 1, 1, 10, 0)); err != nil {
+	if _, err := l.Append(followerBatches(2*hugeSpan, 0, 1, 1, 10, 0)); err != nil {
 		t.Fatalf("append after recovery: %v", err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path"
 	"strings"
-	"sync"
 
 	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/record"
@@ -48,12 +47,7 @@ func Open(cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("commitlog: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	l := &Log{
-		cfg:            cfg,
-		leaderLimits:   record.Limits{MaxBatchBytes: cfg.MaxBatchBytes, RequireDenseOffsets: true},
-		followerLimits: record.Limits{MaxBatchBytes: cfg.MaxBatchBytes},
-	}
-	l.syncDone = sync.NewCond(&l.mu)
+	l := &Log{cfg: cfg, limits: record.Limits{MaxBatchBytes: cfg.MaxBatchBytes}}
 	if err := l.recover(); err != nil {
 		for _, s := range l.segments {
 			s.close()

@@ -54,7 +54,7 @@ func (l *Log) scanSegment(s *segment, recoveryPoint record.Offset, epochs *[]lea
 	s.nextOffset, s.bytesSinceIndexEntry = s.baseOffset, 0
 	s.maxTimestampMs, s.maxTimestampKnown = -1, true
 	for position := int64(0); position < s.size; {
-		_, header, err := s.readBatch(position, l.followerLimits)
+		_, header, err := s.readBatch(position, l.limits)
 		if err != nil && !isBatchDamage(err) {
 			return 0, nil, err
 		}
@@ -212,7 +212,6 @@ func (l *Log) finishRecovery(highWatermark record.Offset) error {
 	logEnd := l.logEndOffsetLocked()
 	l.durableEndOffset, l.recoveryPoint = logEnd, logEnd
 	l.highWatermark = max(highWatermark, l.logStartOffset)
-	l.lastSync = l.cfg.Now()
 	l.assertInvariantsLocked("recovery")
 	return l.writeOffsetsCheckpointLocked()
 }
