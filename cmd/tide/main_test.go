@@ -63,8 +63,11 @@ func TestLogInspect(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 40; i++ {
+		// Stamped as a leader stamps a producer's batch.
 		batch := record.Build(record.BuildOptions{Records: []record.Record{{Value: bytes.Repeat([]byte("x"), 200)}}})
-		if _, err := l.AppendAsLeader(batch, record.LeaderEpoch(i/20)); err != nil {
+		record.SetBaseOffset(batch, l.LogEndOffset())
+		record.SetPartitionLeaderEpoch(batch, record.LeaderEpoch(i/20))
+		if _, err := l.Append(batch); err != nil {
 			t.Fatal(err)
 		}
 	}

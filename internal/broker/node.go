@@ -50,6 +50,11 @@ type Config struct {
 	// SegmentBytes and MaxBatchBytes size the partition logs.
 	SegmentBytes  int64
 	MaxBatchBytes int
+	// MaxDecompressedBatchBytes bounds what a produced compressed batch may
+	// inflate to while its leader checks it; see
+	// replica.Config.MaxDecompressedBatchBytes. Zero means
+	// record.DefaultMaxDecompressedBatchBytes (64 MiB).
+	MaxDecompressedBatchBytes int
 	// Replica tick intervals; see replica.Config.
 	ReplicaLagTicks    int64
 	FetchRetryTicks    int64
@@ -288,7 +293,11 @@ func (n *Node) applyPartitionState(tp metadata.TopicPartition) error {
 }
 
 // ensurePartition opens the log and creates the replica of a partition this
-// broker hosts, if not yet open.
+// broker hosts, if not yet open. A log that cannot be opened (recovery found
+// corruption below its recovery point, or the disk failed) takes only its
+// own partition offline, into failed, and returns no partition and no
+// error: one damaged partition directory must not stop the node from
+// serving the others (issue 11).
 func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	if p, ok := n.partitions[tp]; ok {
 		return p, nil
@@ -303,23 +312,25 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	log, err := commitlog.Open(commitlog.Config{
 		FS: n.config.FS, Dir: path.Join(n.config.Dir, tp.String()),
 		SegmentBytes: n.config.SegmentBytes, MaxBatchBytes: n.config.MaxBatchBytes,
-		Flush: commitlog.FlushNever, RetentionBytes: -1,
+		RetentionBytes: -1,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("broker %d: open %s: %w", n.config.ID, tp, err)
+		n.failed[tp] = fmt.Errorf("broker %d: open %s: %w", n.config.ID, tp, err)
+		return nil, nil
 	}
 	producerBatches, err := log.ReadHeaders(producer.IsIdempotent)
 	if err != nil {
 		log.Close()
-		return nil, fmt.Errorf("broker %d: read producer batches of %s: %w", n.config.ID, tp, err)
+		n.failed[tp] = fmt.Errorf("broker %d: read producer batches of %s: %w", n.config.ID, tp, err)
+		return nil, nil
 	}
 	r, err := replica.New(replica.Config{
 		Broker: n.config.ID, Partition: tp, MinInsyncReplicas: config.MinInsyncReplicas,
 		ReplicaLagTicks: n.config.ReplicaLagTicks, FetchRetryTicks: n.config.FetchRetryTicks,
 		FetchTimeoutTicks:  n.config.FetchTimeoutTicks,
 		ProposalRetryTicks: n.config.ProposalRetryTicks, FlushAlways: n.config.FlushAlways,
-		MaxBatchBytes: n.config.MaxBatchBytes, MaxPendingProduces: n.config.MaxPendingProduces,
-		Rules: n.config.Rules,
+		MaxBatchBytes: n.config.MaxBatchBytes, MaxDecompressedBatchBytes: n.config.MaxDecompressedBatchBytes,
+		MaxPendingProduces: n.config.MaxPendingProduces, Rules: n.config.Rules,
 	}, replica.LogState{
 		LogStartOffset: log.LogStartOffset(), LogEndOffset: log.LogEndOffset(),
 		DurableEndOffset: log.DurableEndOffset(), HighWatermark: log.HighWatermark(), Epochs: log.Epochs(),

@@ -79,7 +79,7 @@ func (n *Node) applyLog(p *partition, ready replica.Ready) error {
 		case replica.AssignEpoch:
 			err = p.log.AssignEpochStartOffset(op.Epoch)
 		case replica.Append:
-			_, err = p.log.AppendAsFollower(op.Batches)
+			_, err = p.log.Append(op.Batches)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)

@@ -2,7 +2,6 @@ package commitlog
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/tidelog/tide/internal/disk"
@@ -13,8 +12,8 @@ import (
 // machine's; each reports bytes per second of batches appended or read.
 // Figures from one machine are in docs/storage.md.
 
-func benchmarkLog(b *testing.B, flush FlushMode) *Log {
-	l, err := Open(Config{FS: disk.OS(), Dir: b.TempDir(), Flush: flush, SegmentBytes: 256 << 20})
+func benchmarkLog(b *testing.B) *Log {
+	l, err := Open(Config{FS: disk.OS(), Dir: b.TempDir(), SegmentBytes: 256 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -32,51 +31,44 @@ func producerBatch(size int) []byte {
 	return record.Build(record.BuildOptions{Records: records, LeaderEpoch: record.NoLeaderEpoch})
 }
 
+// BenchmarkAppend appends and syncs every syncEvery appends (0: never):
+// one appender syncing each append, and one sync for 16 appends, which is
+// what the broker's group commit gives concurrent producers.
 func BenchmarkAppend(b *testing.B) {
-	for _, flush := range []FlushMode{FlushNever, FlushAlways} {
+	for _, syncEvery := range []int{0, 1, 16} {
 		for _, size := range []int{1 << 10, 16 << 10} {
-			for _, appenders := range []int{1, 16} {
-				if flush == FlushNever && appenders > 1 {
-					continue
-				}
-				name := fmt.Sprintf("flush=%s/batch=%dKiB/appenders=%d", flush, size>>10, appenders)
-				b.Run(name, func(b *testing.B) { benchmarkAppend(b, flush, size, appenders) })
+			name := fmt.Sprintf("sync-every=%d/batch=%dKiB", syncEvery, size>>10)
+			b.Run(name, func(b *testing.B) { benchmarkAppend(b, syncEvery, size) })
+		}
+	}
+}
+
+func benchmarkAppend(b *testing.B, syncEvery, size int) {
+	l := benchmarkLog(b)
+	template := producerBatch(size)
+	b.SetBytes(int64(len(template)))
+	b.ResetTimer()
+	batch := make([]byte, len(template))
+	for i := range b.N {
+		copy(batch, template)
+		if _, err := appendAsLeader(l, batch, 0); err != nil {
+			b.Fatal(err)
+		}
+		if syncEvery > 0 && i%syncEvery == syncEvery-1 {
+			if err := l.Sync(); err != nil {
+				b.Fatal(err)
 			}
 		}
 	}
 }
 
-func benchmarkAppend(b *testing.B, flush FlushMode, size, appenders int) {
-	l := benchmarkLog(b, flush)
-	template := producerBatch(size)
-	b.SetBytes(int64(len(template)))
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	perAppender := (b.N + appenders - 1) / appenders
-	for range appenders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			batch := make([]byte, len(template))
-			for range perAppender {
-				copy(batch, template)
-				if _, err := l.AppendAsLeader(batch, 0); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-}
-
 func BenchmarkRead(b *testing.B) {
 	for _, size := range []int{1 << 10, 16 << 10} {
 		b.Run(fmt.Sprintf("batch=%dKiB/fetch=1MiB", size>>10), func(b *testing.B) {
-			l := benchmarkLog(b, FlushNever)
+			l := benchmarkLog(b)
 			template := producerBatch(size)
 			for l.SizeBytes() < 64<<20 {
-				if _, err := l.AppendAsLeader(append([]byte(nil), template...), 0); err != nil {
+				if _, err := appendAsLeader(l, append([]byte(nil), template...), 0); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -3,52 +3,12 @@ package commitlog
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/record"
 )
-
-// FlushMode says when appended bytes are made durable.
-type FlushMode int
-
-const (
-	// FlushAlways makes every append durable before it returns; appenders
-	// that arrive while a sync is running share the next one (group commit).
-	// It is the default because tide's rule "committed means durable" needs
-	// it: a replica's log end offset may count toward the high watermark only
-	// once synced.
-	FlushAlways FlushMode = iota
-	// FlushInterval syncs on append once the last sync is older than
-	// Config.FlushInterval; a crash can lose that much acknowledged data if
-	// every replica crashes at once.
-	FlushInterval
-	// FlushNever syncs only when asked (Sync), at segment roll and at Close.
-	FlushNever
-)
-
-// String returns the mode's configuration name.
-func (m FlushMode) String() string {
-	switch m {
-	case FlushAlways:
-		return "always"
-	case FlushInterval:
-		return "interval"
-	case FlushNever:
-		return "never"
-	}
-	return fmt.Sprintf("FlushMode(%d)", int(m))
-}
-
-// ParseFlushMode parses "always", "interval" or "never".
-func ParseFlushMode(name string) (FlushMode, error) {
-	for _, mode := range []FlushMode{FlushAlways, FlushInterval, FlushNever} {
-		if mode.String() == name {
-			return mode, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown flush mode %q (want always, interval or never)", name)
-}
 
 // Limits on a log's resources. They exist so that a bad peer or a bad
 // configuration is refused with an error instead of exhausting memory,
@@ -64,6 +24,14 @@ const (
 	SegmentsOpenMax = 10_000
 	// IndexIntervalBytesMin keeps the sparse index sparse.
 	IndexIntervalBytesMin = 64
+	// SegmentOffsetSpanMax is the most offsets one segment may cover: a
+	// segment holds [base, base+SegmentOffsetSpanMax) at most, because an
+	// index entry stores an offset relative to the segment's base as a
+	// uint32. A batch ending further out could not be indexed (and a lookup
+	// would wrap), so the log rolls before it, refuses an append spanning
+	// more (ErrOffsetSpanTooLarge), and recovery treats a segment holding
+	// one as damage.
+	SegmentOffsetSpanMax = math.MaxUint32
 )
 
 // Config configures one partition log.
@@ -83,19 +51,16 @@ type Config struct {
 	// MaxBatchBytes bounds one record batch. Default
 	// record.DefaultMaxBatchBytes, or SegmentBytes if that is smaller.
 	MaxBatchBytes int
-	// Flush and FlushInterval set durability; see FlushMode.
-	Flush         FlushMode
-	FlushInterval time.Duration
 	// RetentionBytes deletes the oldest segments while the log is larger.
 	// Negative means no limit. Default -1.
 	RetentionBytes int64
 	// RetentionAge deletes segments whose newest record is older. Zero means
 	// no limit. Default 7 days.
 	RetentionAge time.Duration
-	// Now is the clock, for rolling and retention by age and the flush
-	// interval; the log's tests pass a fake one. Default time.Now, which
-	// is what a broker's logs get today: broker.Node passes none, in the
-	// simulator too (docs/architecture.md, Status).
+	// Now is the clock, for rolling and retention by age; the log's tests
+	// pass a fake one. Default time.Now, which is what a broker's logs get
+	// today: broker.Node passes none, in the simulator too
+	// (docs/architecture.md, Status).
 	Now func() time.Time
 }
 
@@ -112,9 +77,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBatchBytes == 0 {
 		c.MaxBatchBytes = int(min(record.DefaultMaxBatchBytes, c.SegmentBytes))
-	}
-	if c.Flush == FlushInterval && c.FlushInterval == 0 {
-		c.FlushInterval = time.Second
 	}
 	if c.RetentionBytes == 0 {
 		c.RetentionBytes = -1
@@ -144,10 +106,7 @@ func (c Config) Validate() error {
 	if c.MaxBatchBytes <= 0 || int64(c.MaxBatchBytes) > c.SegmentBytes {
 		problems = append(problems, fmt.Errorf("max batch bytes %d must be positive and fit a segment of %d bytes", c.MaxBatchBytes, c.SegmentBytes))
 	}
-	if c.Flush < FlushAlways || c.Flush > FlushNever {
-		problems = append(problems, fmt.Errorf("unknown flush mode %d", c.Flush))
-	}
-	if c.SegmentAge < 0 || c.FlushInterval < 0 || c.RetentionAge < 0 {
+	if c.SegmentAge < 0 || c.RetentionAge < 0 {
 		problems = append(problems, errors.New("durations must not be negative"))
 	}
 	return errors.Join(problems...)

@@ -57,6 +57,9 @@ type crashRun struct {
 	now     time.Time
 	model   []modelBatch
 	crashes int
+	// syncAppends syncs after every append, as the broker does with
+	// flush=always.
+	syncAppends bool
 	// trace lists the steps so far, printed when a check fails.
 	trace []string
 }
@@ -77,11 +80,11 @@ func runCrashHistory(t *testing.T, seed uint64) {
 		Dir:                "p",
 		SegmentBytes:       int64(2048 + r.random.IntN(3000)),
 		IndexIntervalBytes: int64(64 + r.random.IntN(400)),
-		Flush:              []FlushMode{FlushAlways, FlushInterval, FlushNever}[r.random.IntN(3)],
-		FlushInterval:      time.Second,
 		RetentionBytes:     int64(4000 + r.random.IntN(8000)),
 		Now:                func() time.Time { return r.now },
 	}
+	// flush=always as the broker does it: a sync after every append.
+	r.syncAppends = r.random.IntN(2) == 0
 	r.reopen(r.mem)
 	defer func() { r.log.Close() }()
 	steps := 40 + r.random.IntN(120)
@@ -159,8 +162,9 @@ func (r *crashRun) appendLeader() {
 		r.must(l.AssignEpochStartOffset(epoch), "assign epoch")
 	}
 	batches := testBatches(1+r.random.IntN(3), 1+r.random.IntN(4), r.random.IntN(120), r.now.UnixMilli())
-	result, err := l.AppendAsLeader(batches, epoch)
+	result, err := appendAsLeader(l, batches, epoch)
 	r.must(err, "append as leader")
+	r.maybeSyncAppend()
 	r.addToModel(batches, result.BaseOffset)
 	r.note("append as leader in epoch %d: [%d, %d)", epoch, result.BaseOffset, result.NextOffset)
 }
@@ -169,10 +173,17 @@ func (r *crashRun) appendFollower() {
 	l := r.log
 	epoch := max(l.LatestEpoch(), 0) + record.LeaderEpoch(r.random.IntN(2))
 	batches := followerBatches(l.LogEndOffset(), epoch, 1+r.random.IntN(3), 1+r.random.IntN(4), r.random.IntN(120), r.now.UnixMilli())
-	result, err := l.AppendAsFollower(batches)
+	result, err := l.Append(batches)
 	r.must(err, "append as follower")
+	r.maybeSyncAppend()
 	r.addToModel(batches, result.BaseOffset)
 	r.note("append as follower in epoch %d: [%d, %d)", epoch, result.BaseOffset, result.NextOffset)
+}
+
+func (r *crashRun) maybeSyncAppend() {
+	if r.syncAppends {
+		r.must(r.log.Sync(), "sync after append")
+	}
 }
 
 func (r *crashRun) addToModel(batches []byte, base record.Offset) {

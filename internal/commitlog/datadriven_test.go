@@ -19,7 +19,7 @@ import (
 //
 // Commands:
 //
-//	open [segment-bytes=N] [index-interval=N] [flush=always|interval|never] [retention-bytes=N] [retention-age=D]
+//	open [segment-bytes=N] [index-interval=N] [flush=always|never] [retention-bytes=N] [retention-age=D]
 //	append-leader epoch=E [batches=N] [records=N] [value-bytes=N]
 //	append-follower base=O epoch=E [batches=N] [records=N] [value-bytes=N]
 //	assign-epoch epoch=E
@@ -34,6 +34,10 @@ import (
 //	clock advance=D
 //	crash [seed=S] [survive=random|nothing|everything] [torn]   (then reopens)
 //	corrupt file=NAME at=N [bytes=HEX-ISH]               (overwrites synced bytes)
+//
+// The log syncs only when asked; flush=always (the default) makes the
+// harness sync after every append, as the broker does with flush=always,
+// and flush=never leaves syncing to the sync command, rolls and close.
 func TestDatadriven(t *testing.T) {
 	datadriven.Walk(t, "testdata/scripts", func(t *testing.T, file string) {
 		h := &harness{mem: disk.NewMem(), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
@@ -57,6 +61,8 @@ type harness struct {
 	cfg Config
 	log *Log
 	now time.Time
+	// syncAppends is flush=always: every append is followed by a sync.
+	syncAppends bool
 }
 
 const harnessDir = "data/topic-0"
@@ -89,14 +95,14 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) (string, error) {
 		if d.HasArg("retention-age") {
 			h.cfg.RetentionAge = durationArg(t, d, "retention-age")
 		}
+		h.syncAppends = true
 		if d.HasArg("flush") {
 			var mode string
 			d.ScanArgs(t, "flush", &mode)
-			flush, err := ParseFlushMode(mode)
-			if err != nil {
-				return "", err
+			if mode != "always" && mode != "never" {
+				return "", fmt.Errorf("flush=%s: always or never", mode)
 			}
-			h.cfg.Flush = flush
+			h.syncAppends = mode == "always"
 		}
 		if err := h.open(); err != nil {
 			return "", err
@@ -124,24 +130,28 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) (string, error) {
 	return h.runOnLog(t, d)
 }
 
+// appended describes an append and syncs it with flush=always.
+func (h *harness) appended(result AppendResult, err error) (string, error) {
+	if err == nil && h.syncAppends {
+		err = h.log.Sync()
+	}
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("appended [%d, %d) in %d batches\n", result.BaseOffset, result.NextOffset, result.Batches), nil
+}
+
 func (h *harness) runOnLog(t *testing.T, d *datadriven.TestData) (string, error) {
 	l := h.log
 	switch d.Cmd {
 	case "append-leader":
 		batches := testBatches(intArg(t, d, "batches", 1), intArg(t, d, "records", 1), intArg(t, d, "value-bytes", 10), h.now.UnixMilli())
-		result, err := l.AppendAsLeader(batches, record.LeaderEpoch(intArg(t, d, "epoch", 0)))
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("appended [%d, %d) in %d batches\n", result.BaseOffset, result.NextOffset, result.Batches), nil
+		result, err := appendAsLeader(l, batches, record.LeaderEpoch(intArg(t, d, "epoch", 0)))
+		return h.appended(result, err)
 	case "append-follower":
 		batches := followerBatches(record.Offset(intArg(t, d, "base", 0)), record.LeaderEpoch(intArg(t, d, "epoch", 0)),
 			intArg(t, d, "batches", 1), intArg(t, d, "records", 1), intArg(t, d, "value-bytes", 10), h.now.UnixMilli())
-		result, err := l.AppendAsFollower(batches)
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("appended [%d, %d) in %d batches\n", result.BaseOffset, result.NextOffset, result.Batches), nil
+		return h.appended(l.Append(batches))
 	case "assign-epoch":
 		return "", l.AssignEpochStartOffset(record.LeaderEpoch(intArg(t, d, "epoch", 0)))
 	case "read":

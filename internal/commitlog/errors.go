@@ -20,6 +20,10 @@ var (
 	ErrEpochRegression = errors.New("commitlog: leader epoch goes backwards")
 	// ErrBatchTooLarge is returned when one append cannot fit a segment.
 	ErrBatchTooLarge = errors.New("commitlog: append larger than a segment")
+	// ErrOffsetSpanTooLarge is returned when one append covers more offsets
+	// than a segment can index (SegmentOffsetSpanMax): one append never
+	// spans two segments, so it cannot be stored. The log is unchanged.
+	ErrOffsetSpanTooLarge = errors.New("commitlog: append spans more offsets than a segment can index")
 	// ErrTooManySegments is returned when a roll would exceed SegmentsOpenMax.
 	ErrTooManySegments = errors.New("commitlog: too many segments")
 	// ErrClosed is returned by every operation on a closed log.
@@ -53,3 +57,12 @@ func (e *CorruptionError) Error() string {
 }
 
 func (e *CorruptionError) Unwrap() error { return e.Cause }
+
+// errCannotIndex is the damage of a batch that ends beyond what its
+// segment's index can address (SegmentOffsetSpanMax). It wraps
+// record.ErrInvalid, so recovery treats it like any invalid batch: a tail
+// to cut above the recovery point, a CorruptionError below it.
+func errCannotIndex(s *segment, header record.Header) error {
+	return fmt.Errorf("batch [%d, %d) in segment %d spans past the %d offsets a segment can index: %w",
+		header.BaseOffset, header.NextOffset(), s.baseOffset, int64(SegmentOffsetSpanMax), record.ErrInvalid)
+}

@@ -26,14 +26,14 @@ func FuzzRecovery(f *testing.F) {
 			return
 		}
 		mem := disk.NewMem()
-		cfg := Config{FS: mem, Dir: "p", SegmentBytes: 2048, IndexIntervalBytes: 128, Flush: FlushNever}
+		cfg := Config{FS: mem, Dir: "p", SegmentBytes: 2048, IndexIntervalBytes: 128}
 		l, err := Open(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var batches [][]byte
 		for i := 0; i < 30; i++ {
-			if _, err := l.AppendAsLeader(testBatches(1, 1+i%3, 40+i*7%50, int64(i)), record.LeaderEpoch(i/8)); err != nil {
+			if _, err := appendAsLeader(l, testBatches(1, 1+i%3, 40+i*7%50, int64(i)), record.LeaderEpoch(i/8)); err != nil {
 				t.Fatal(err)
 			}
 			if i == int(checkpointAfter)%30 {

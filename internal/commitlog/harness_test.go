@@ -22,6 +22,24 @@ func testBatches(count, recordsPerBatch, valueBytes int, timestampMs int64) []by
 	return buf
 }
 
+// appendAsLeader stamps batches (from testBatches, as a producer sends
+// them) with offsets from the log end offset and epoch, as the replication
+// core does as leader (replica.HandleProduce), and appends them. It refuses
+// a negative epoch or one below the log's latest, as the log would.
+func appendAsLeader(l *Log, batches []byte, epoch record.LeaderEpoch) (AppendResult, error) {
+	if epoch < 0 || epoch < l.LatestEpoch() {
+		return AppendResult{}, fmt.Errorf("%w: leader append in epoch %d, log has %d", ErrEpochRegression, epoch, l.LatestEpoch())
+	}
+	next := l.LogEndOffset()
+	it := record.NewIterator(batches, record.Limits{MaxBatchBytes: 1 << 30})
+	for it.Next() {
+		record.SetBaseOffset(it.Batch(), next)
+		record.SetPartitionLeaderEpoch(it.Batch(), epoch)
+		next += record.Offset(it.Header().LastOffsetDelta) + 1
+	}
+	return l.Append(batches)
+}
+
 // followerBatches builds batches as a leader would have stamped them: dense
 // offsets from base, in epoch.
 func followerBatches(base record.Offset, epoch record.LeaderEpoch, count, recordsPerBatch, valueBytes int, timestampMs int64) []byte {

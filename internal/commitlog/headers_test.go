@@ -17,7 +17,7 @@ func TestReadHeadersAcrossSegments(t *testing.T) {
 			producer = nil
 		}
 		batch := record.Build(record.BuildOptions{LeaderEpoch: record.NoLeaderEpoch, Producer: producer, Records: []record.Record{{Value: []byte("value")}, {Value: []byte("v")}}})
-		if _, err := l.AppendAsLeader(batch, 0); err != nil {
+		if _, err := appendAsLeader(l, batch, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -102,6 +102,9 @@ func inspectSegment(fs disk.FS, name string, base, expected record.Offset) (Segm
 		if err == nil && header.BaseOffset != report.NextOffset {
 			err = fmt.Errorf("batch at offset %d where %d was expected: %w", header.BaseOffset, report.NextOffset, record.ErrInvalid)
 		}
+		if err == nil && !s.canIndex(header.NextOffset()) {
+			err = errCannotIndex(s, header)
+		}
 		if err != nil && !isBatchDamage(err) && !errors.Is(err, io.EOF) {
 			return SegmentReport{}, err
 		}

@@ -14,7 +14,6 @@ package commitlog
 import (
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/leaderepoch"
@@ -22,21 +21,19 @@ import (
 )
 
 // Log is one partition replica's log. Its methods are safe for concurrent
-// use. Appends, truncations and syncs are serialised; reads run alongside
-// appends; a sync runs alongside appends, and appends that arrive while a
-// sync runs are made durable together by the next one (group commit).
+// use: appends, truncations, syncs and retention are serialised, and reads
+// run alongside each other. The log syncs only when asked (Sync), when a
+// segment rolls, and at Close; when to sync is the caller's decision (the
+// broker's group commit), since only it knows who waits for durability.
 type Log struct {
-	cfg            Config
-	leaderLimits   record.Limits
-	followerLimits record.Limits
+	cfg Config
+	// limits are the checks every appended batch gets, and every batch
+	// recovery reads back: framing, CRC and header fields, not dense (a
+	// compacted leader's batches need not be).
+	limits record.Limits
 
-	mu sync.RWMutex
-	// syncDone is signalled (on mu) whenever a sync finishes.
-	syncDone *sync.Cond
-	// syncing is true while one goroutine syncs the active segment with mu
-	// released. Operations that move or remove bytes wait until it is false.
-	syncing bool
-	closed  bool
+	mu     sync.RWMutex
+	closed bool
 	// failure is set once a write or sync failed; every later operation
 	// returns it (see ErrLogFailed).
 	failure error
@@ -56,7 +53,6 @@ type Log struct {
 	// highWatermark is what the replication layer last set. The log keeps
 	// it at or below the log end offset.
 	highWatermark record.Offset
-	lastSync      time.Time
 	recovery      RecoveryReport
 }
 
@@ -87,8 +83,8 @@ func (l *Log) logEndOffsetLocked() record.Offset {
 }
 
 // DurableEndOffset is the offset below which everything is synced: what
-// survives a power loss. With FlushAlways it is what may count toward the
-// high watermark.
+// survives a power loss, and so what may count toward the high watermark
+// with flush=always.
 func (l *Log) DurableEndOffset() record.Offset {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -193,7 +189,6 @@ func (l *Log) usableLocked() error {
 func (l *Log) failLocked(cause error) error {
 	if l.failure == nil {
 		l.failure = &failedError{cause: cause}
-		l.syncDone.Broadcast()
 	}
 	return l.failure
 }
@@ -256,14 +251,6 @@ func (l *Log) writeOffsetsCheckpointLocked() error {
 	return nil
 }
 
-// waitForSyncLocked waits until no sync is running, so that the caller may
-// move or remove bytes without racing the syncer's bookkeeping.
-func (l *Log) waitForSyncLocked() {
-	for l.syncing {
-		l.syncDone.Wait()
-	}
-}
-
 // Close syncs the log, writes its checkpoints and closes its files. The log
 // is unusable afterwards.
 func (l *Log) Close() error {
@@ -272,7 +259,6 @@ func (l *Log) Close() error {
 	if l.closed {
 		return nil
 	}
-	l.waitForSyncLocked()
 	var err error
 	if l.failure == nil {
 		if err = l.syncActiveLocked(); err == nil {
@@ -286,7 +272,6 @@ func (l *Log) Close() error {
 		}
 	}
 	l.closed = true
-	l.syncDone.Broadcast()
 	return err
 }
 
@@ -297,7 +282,6 @@ func (l *Log) syncActiveLocked() error {
 		return l.failLocked(fmt.Errorf("sync: %w", err))
 	}
 	l.durableEndOffset = l.logEndOffsetLocked()
-	l.lastSync = l.cfg.Now()
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path"
 	"strings"
-	"sync"
 
 	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/record"
@@ -48,12 +47,7 @@ func Open(cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("commitlog: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	l := &Log{
-		cfg:            cfg,
-		leaderLimits:   record.Limits{MaxBatchBytes: cfg.MaxBatchBytes, RequireDenseOffsets: true},
-		followerLimits: record.Limits{MaxBatchBytes: cfg.MaxBatchBytes},
-	}
-	l.syncDone = sync.NewCond(&l.mu)
+	l := &Log{cfg: cfg, limits: record.Limits{MaxBatchBytes: cfg.MaxBatchBytes}}
 	if err := l.recover(); err != nil {
 		for _, s := range l.segments {
 			s.close()
@@ -203,6 +197,14 @@ func (l *Log) loadTrustedSegments(recoveryPoint record.Offset) (int, error) {
 	for scanFrom < len(l.segments)-1 && l.segments[scanFrom+1].baseOffset <= recoveryPoint {
 		s := l.segments[scanFrom]
 		s.nextOffset = l.segments[scanFrom+1].baseOffset
+		if !s.canIndex(s.nextOffset) {
+			// The next segment's name says this one holds more offsets
+			// than its index can address: its batches say so too, or
+			// the names lie. Either way the synced log is not what tide
+			// writes.
+			return 0, &CorruptionError{Segment: path.Join(l.cfg.Dir, segmentFileName(s.baseOffset)), Position: 0, Offset: s.baseOffset,
+				Cause: fmt.Errorf("segment spans offsets [%d, %d), more than the %d an index can address: %w", s.baseOffset, s.nextOffset, int64(SegmentOffsetSpanMax), record.ErrInvalid)}
+		}
 		if err := s.index.load(s); err != nil {
 			if !errors.Is(err, errIndexInconsistent) {
 				return 0, err
@@ -228,6 +230,9 @@ func (l *Log) rebuildIndex(s *segment) error {
 		header, err := s.readHeader(position)
 		if err == nil && (header.BaseOffset != expected || position+batchSize(header) > s.size) {
 			err = fmt.Errorf("batch header says offset %d and %d bytes where offset %d was expected: %w", header.BaseOffset, batchSize(header), expected, record.ErrCorrupt)
+		}
+		if err == nil && !s.canIndex(header.NextOffset()) {
+			err = errCannotIndex(s, header)
 		}
 		if err != nil {
 			return &CorruptionError{Segment: path.Join(l.cfg.Dir, segmentFileName(s.baseOffset)), Position: position, Offset: expected, Cause: err}

@@ -54,7 +54,7 @@ func (l *Log) scanSegment(s *segment, recoveryPoint record.Offset, epochs *[]lea
 	s.nextOffset, s.bytesSinceIndexEntry = s.baseOffset, 0
 	s.maxTimestampMs, s.maxTimestampKnown = -1, true
 	for position := int64(0); position < s.size; {
-		_, header, err := s.readBatch(position, l.followerLimits)
+		_, header, err := s.readBatch(position, l.limits)
 		if err != nil && !isBatchDamage(err) {
 			return 0, nil, err
 		}
@@ -64,6 +64,12 @@ func (l *Log) scanSegment(s *segment, recoveryPoint record.Offset, epochs *[]lea
 		}
 		if err == nil && header.BaseOffset != s.nextOffset {
 			err = fmt.Errorf("batch at offset %d where %d was expected: %w", header.BaseOffset, s.nextOffset, record.ErrInvalid)
+		}
+		if err == nil && !s.canIndex(header.NextOffset()) {
+			// No append writes such a batch (the log rolls before it or
+			// refuses it), so its CRC-valid header is damage, however it
+			// got there: indexing it would wrap the relative offset.
+			err = errCannotIndex(s, header)
 		}
 		// Batches wholly below the log start offset are dead (a truncation
 		// to the log start may have forgotten their epochs), so only live
@@ -206,7 +212,6 @@ func (l *Log) finishRecovery(highWatermark record.Offset) error {
 	logEnd := l.logEndOffsetLocked()
 	l.durableEndOffset, l.recoveryPoint = logEnd, logEnd
 	l.highWatermark = max(highWatermark, l.logStartOffset)
-	l.lastSync = l.cfg.Now()
 	l.assertInvariantsLocked("recovery")
 	return l.writeOffsetsCheckpointLocked()
 }

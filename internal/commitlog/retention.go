@@ -21,7 +21,6 @@ func (l *Log) AdvanceLogStartOffset(offset record.Offset) error {
 	if offset > l.highWatermark {
 		return fmt.Errorf("%w: log start %d above high watermark %d", ErrOffsetOutOfRange, offset, l.highWatermark)
 	}
-	l.waitForSyncLocked()
 	return l.moveLogStartLocked(offset)
 }
 
@@ -35,7 +34,6 @@ func (l *Log) EnforceRetention() (int, error) {
 	if err := l.usableLocked(); err != nil {
 		return 0, err
 	}
-	l.waitForSyncLocked()
 	var total int64
 	for _, s := range l.segments {
 		total += s.size

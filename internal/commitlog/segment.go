@@ -134,9 +134,22 @@ func (s *segment) readBatch(position int64, limits record.Limits) ([]byte, recor
 	return data, header, err
 }
 
+// canIndex reports whether the segment can hold offsets up to nextOffset
+// (exclusive): whether every offset below it is within SegmentOffsetSpanMax
+// of the base offset, as an index entry's relative offset must be.
+func (s *segment) canIndex(nextOffset record.Offset) bool {
+	return nextOffset-s.baseOffset <= SegmentOffsetSpanMax
+}
+
 // append writes batches (already validated and stamped, described by
-// headers) at the end of the segment and indexes them.
+// headers) at the end of the segment and indexes them. The caller has
+// checked that the segment can index them (canIndex).
 func (s *segment) append(batches []byte, headers []record.Header, indexInterval int64) error {
+	for _, header := range headers {
+		if !s.canIndex(header.NextOffset()) {
+			panic(fmt.Sprintf("commitlog: batch [%d, %d) appended to segment %d, which cannot index it", header.BaseOffset, header.NextOffset(), s.baseOffset))
+		}
+	}
 	position := s.size
 	if _, err := s.file.Write(batches); err != nil {
 		return err
@@ -157,7 +170,9 @@ func (s *segment) append(batches []byte, headers []record.Header, indexInterval 
 }
 
 // maybeIndex adds an index entry for the batch at position when enough bytes
-// have gone by since the last one.
+// have gone by since the last one. The batch must lie within the segment's
+// span (canIndex): appends check it before writing, recovery treats a batch
+// outside it as damage.
 func (s *segment) maybeIndex(header record.Header, position, indexInterval int64) error {
 	if s.bytesSinceIndexEntry < indexInterval {
 		s.bytesSinceIndexEntry += batchSize(header)

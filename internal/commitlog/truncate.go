@@ -24,7 +24,6 @@ func (l *Log) TruncateTo(offset record.Offset) (record.Offset, error) {
 	if err := l.usableLocked(); err != nil {
 		return 0, err
 	}
-	l.waitForSyncLocked()
 	if offset == l.logEndOffsetLocked() && l.epochs.TruncateFromEnd(offset) {
 		// An epoch recorded at the log end with no batch yet (a leader's
 		// KAFKA-7415 entry) goes, as with any suffix.
@@ -136,7 +135,6 @@ func (l *Log) TruncateFullyAndStartAt(offset record.Offset) error {
 	if err := l.usableLocked(); err != nil {
 		return err
 	}
-	l.waitForSyncLocked()
 	return l.truncateFullyAndStartAtLocked(offset)
 }
 

@@ -91,7 +91,9 @@ func appendHeader(dst []byte, opts BuildOptions) []byte {
 	if opts.Control {
 		attributes |= attributeControl
 	}
-	maxTimestampMs := opts.BaseTimestampMs
+	// The largest record timestamp, as producers write it and
+	// RequireExactMaxTimestamp checks it.
+	maxTimestampMs := opts.BaseTimestampMs + opts.Records[0].TimestampDeltaMs
 	for _, record := range opts.Records {
 		maxTimestampMs = max(maxTimestampMs, opts.BaseTimestampMs+record.TimestampDeltaMs)
 	}
@@ -157,4 +159,32 @@ func nullableBytesSize(value []byte) int {
 func varlongSize(value int64) int {
 	var scratch [binary.MaxVarintLen64]byte
 	return binary.PutVarint(scratch[:], value)
+}
+
+// EncodeBatch returns a v2 batch with header's fields (batchLength, magic and
+// crc aside) and records as its record bytes, verbatim: compressed or not,
+// well formed or not. It sets batchLength from len(records), magic to 2, and
+// a CRC that matches, so the batch reaches whatever checks come after the
+// CRC. It is for tests and tools that need batches no producer would write,
+// such as a hostile client's; Build is for ordinary batches.
+func EncodeBatch(header Header, records []byte) []byte {
+	if len(records) > math.MaxInt32-MinBatchLength {
+		panic(fmt.Sprintf("record: %d record bytes do not fit batchLength", len(records)))
+	}
+	batch := make([]byte, HeaderSize, HeaderSize+len(records))
+	binary.BigEndian.PutUint64(batch[BaseOffsetPosition:], uint64(header.BaseOffset))
+	binary.BigEndian.PutUint32(batch[BatchLengthPosition:], uint32(MinBatchLength+len(records)))
+	binary.BigEndian.PutUint32(batch[PartitionLeaderEpochPosition:], uint32(header.PartitionLeaderEpoch))
+	batch[MagicPosition] = Magic
+	binary.BigEndian.PutUint16(batch[AttributesPosition:], uint16(header.Attributes))
+	binary.BigEndian.PutUint32(batch[LastOffsetDeltaPosition:], uint32(header.LastOffsetDelta))
+	binary.BigEndian.PutUint64(batch[BaseTimestampPosition:], uint64(header.BaseTimestampMs))
+	binary.BigEndian.PutUint64(batch[MaxTimestampPosition:], uint64(header.MaxTimestampMs))
+	binary.BigEndian.PutUint64(batch[ProducerIDPosition:], uint64(header.ProducerID))
+	binary.BigEndian.PutUint16(batch[ProducerEpochPosition:], uint16(header.ProducerEpoch))
+	binary.BigEndian.PutUint32(batch[BaseSequencePosition:], uint32(header.BaseSequence))
+	binary.BigEndian.PutUint32(batch[RecordCountPosition:], uint32(header.RecordCount))
+	batch = append(batch, records...)
+	binary.BigEndian.PutUint32(batch[CRCPosition:], crc32.Checksum(batch[AttributesPosition:], castagnoli))
+	return batch
 }

@@ -9,7 +9,11 @@
 //
 // The same validators run wherever bytes cross a trust boundary: a produce
 // request from a client, a fetch response from the leader, a log segment read
-// back during recovery. Errors are *Error values with a Kind that says what
+// back during recovery. A producer's batch gets the most: its compressed
+// records are decompressed (bounded by Limits.MaxDecompressedBatchBytes) and
+// walked like uncompressed ones, and CheckFromProducer applies Kafka's
+// client-only rules; the decompressed bytes are dropped once checked, and the
+// batch is stored as it came. Errors are *Error values with a Kind that says what
 // the caller should do: reject the request, or truncate a torn log tail.
 //
 // Layout of a batch (big endian), positions in bytes:

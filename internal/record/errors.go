@@ -35,10 +35,15 @@ var (
 
 // Kafka error codes, from org.apache.kafka.common.protocol.Errors.
 const (
-	kafkaCodeCorruptMessage  int16 = 2
-	kafkaCodeMessageTooLarge int16 = 10
-	kafkaCodeInvalidRecord   int16 = 87
+	kafkaCodeCorruptMessage   int16 = 2
+	kafkaCodeMessageTooLarge  int16 = 10
+	kafkaCodeInvalidTimestamp int16 = 32
+	kafkaCodeInvalidRecord    int16 = 87
 )
+
+// NoRecordIndex is Error.RecordIndex when the batch as a whole failed, not
+// one of its records.
+const NoRecordIndex = -1
 
 // String names the kind as it appears in error messages.
 func (k ErrorKind) String() string {
@@ -81,10 +86,29 @@ type Error struct {
 	Position int
 	// Reason is a short human description, for logs and error messages.
 	Reason string
+	// RecordIndex is the index in its batch of the record that failed
+	// (Kafka's batch_index in a Produce v8+ record error), or NoRecordIndex
+	// when the batch as a whole failed.
+	RecordIndex int
+	// code, when not zero, is the Kafka error code, where the kind's
+	// default is not Kafka's answer (INVALID_TIMESTAMP).
+	code int16
 }
 
 func newError(kind ErrorKind, batchPosition, position int, reason string) *Error {
-	return &Error{Kind: kind, BatchPosition: batchPosition, Position: position, Reason: reason}
+	return &Error{Kind: kind, BatchPosition: batchPosition, Position: position, Reason: reason, RecordIndex: NoRecordIndex}
+}
+
+// newRecordError is newError for the failure of record index of the batch.
+func newRecordError(kind ErrorKind, batchPosition, position, index int, reason string) *Error {
+	return &Error{Kind: kind, BatchPosition: batchPosition, Position: position, Reason: reason, RecordIndex: index}
+}
+
+// withCode sets the Kafka code e answers with, for the checks whose Kafka
+// answer is not their kind's default.
+func (e *Error) withCode(code int16) *Error {
+	e.code = code
+	return e
 }
 
 // Error formats the kind, positions and reason.
@@ -100,6 +124,9 @@ func (e *Error) Unwrap() error { return e.Kind.sentinel() }
 // A truncated batch in a request means the client sent fewer bytes than the
 // batch declares, which Kafka reports as CORRUPT_MESSAGE.
 func (e *Error) KafkaCode() int16 {
+	if e.code != 0 {
+		return e.code
+	}
 	switch e.Kind {
 	case ErrKindTooLarge:
 		return kafkaCodeMessageTooLarge

@@ -37,7 +37,9 @@ func TestValidateAcceptsKmsgBatches(t *testing.T) {
 		random := newRandom(seed)
 		opts := randomBuildOptions(random, 50)
 		records := make([]kmsg.Record, len(opts.Records))
+		maxTimestampMs := opts.BaseTimestampMs + opts.Records[0].TimestampDeltaMs
 		for index, record := range opts.Records {
+			maxTimestampMs = max(maxTimestampMs, opts.BaseTimestampMs+record.TimestampDeltaMs)
 			records[index] = kmsg.Record{
 				TimestampDelta64: record.TimestampDeltaMs, OffsetDelta: int32(index),
 				Key: record.Key, Value: record.Value,
@@ -48,7 +50,7 @@ func TestValidateAcceptsKmsgBatches(t *testing.T) {
 		}
 		template := kmsg.RecordBatch{
 			FirstOffset: 0, PartitionLeaderEpoch: -1, Attributes: 0x10, LastOffsetDelta: int32(len(records) - 1),
-			FirstTimestamp: opts.BaseTimestampMs, MaxTimestamp: opts.BaseTimestampMs + 1,
+			FirstTimestamp: opts.BaseTimestampMs, MaxTimestamp: maxTimestampMs,
 			ProducerID: 9, ProducerEpoch: 1, FirstSequence: 77,
 		}
 		batch := kmsgEncodeBatch(template, records)

@@ -5,72 +5,97 @@ import (
 	"math"
 )
 
-// walkRecords checks the uncompressed records of batch, which is exactly one
-// batch whose header has passed checkHeaderFields. It walks every field of
-// every record, without copying, so that a record the consumer cannot parse
-// never reaches the log: the producer's CRC proves only that the bytes are the
-// ones it sent, not that they make sense.
-func walkRecords(batch []byte, header Header, limits Limits) *Error {
-	records := cursor{buffer: batch, position: HeaderSize}
+// walkRecords checks the records of one batch whose header has passed
+// checkHeaderFields: records holds them from start to its end (the batch
+// itself when uncompressed, from HeaderSize; the decompressed records, from
+// 0). It walks every field of every record, without copying, so that a
+// record the consumer cannot parse never reaches the log: the producer's CRC
+// proves only that the bytes are the ones it sent, not that they make sense.
+// Positions in its errors are in records.
+func walkRecords(records []byte, start int, header Header, limits Limits) *Error {
+	walk := cursor{buffer: records, position: start}
 	previousOffsetDelta := int32(-1)
+	maxTimestampMs := int64(math.MinInt64)
 	for index := int32(0); index < header.RecordCount; index++ {
-		recordPosition := records.position
-		if records.remaining() == 0 {
-			return newError(ErrKindInvalid, 0, recordPosition,
+		recordPosition := walk.position
+		if walk.remaining() == 0 {
+			return newRecordError(ErrKindInvalid, 0, recordPosition, int(index),
 				fmt.Sprintf("recordCount is %d but the batch ends after %d records", header.RecordCount, index))
 		}
-		length, ok := records.readVarint()
-		if !ok || length < 0 || int(length) > records.remaining() {
-			return newError(ErrKindInvalid, 0, recordPosition,
+		length, ok := walk.readVarint()
+		if !ok || length < 0 || int(length) > walk.remaining() {
+			return newRecordError(ErrKindInvalid, 0, recordPosition, int(index),
 				fmt.Sprintf("record %d: length is malformed or exceeds the %d bytes left in the batch",
-					index, records.remaining()))
+					index, walk.remaining()))
 		}
-		bodyEnd := records.position + int(length)
-		body := cursor{buffer: batch[:bodyEnd], position: records.position}
-		offsetDelta, reason := checkRecordBody(&body)
+		bodyEnd := walk.position + int(length)
+		body := cursor{buffer: records[:bodyEnd], position: walk.position}
+		fields, reason := checkRecordBody(&body)
 		if reason != "" {
-			return newError(ErrKindInvalid, 0, body.position, fmt.Sprintf("record %d: %s", index, reason))
+			return newRecordError(ErrKindInvalid, 0, body.position, int(index), fmt.Sprintf("record %d: %s", index, reason))
 		}
-		reason = checkOffsetDelta(index, offsetDelta, previousOffsetDelta, header, limits)
+		reason = checkOffsetDelta(index, fields.offsetDelta, previousOffsetDelta, header, limits)
 		if reason != "" {
-			return newError(ErrKindInvalid, 0, recordPosition, fmt.Sprintf("record %d: %s", index, reason))
+			return newRecordError(ErrKindInvalid, 0, recordPosition, int(index), fmt.Sprintf("record %d: %s", index, reason))
 		}
-		previousOffsetDelta = offsetDelta
-		records.position = bodyEnd
+		previousOffsetDelta = fields.offsetDelta
+		maxTimestampMs = max(maxTimestampMs, header.BaseTimestampMs+fields.timestampDeltaMs)
+		walk.position = bodyEnd
 	}
-	if records.remaining() != 0 {
-		return newError(ErrKindInvalid, 0, records.position,
-			fmt.Sprintf("%d bytes after the last of %d records", records.remaining(), header.RecordCount))
+	if walk.remaining() != 0 {
+		return newError(ErrKindInvalid, 0, walk.position,
+			fmt.Sprintf("%d bytes after the last of %d records", walk.remaining(), header.RecordCount))
 	}
-	return nil
+	return checkMaxTimestamp(header, maxTimestampMs, limits)
+}
+
+// checkMaxTimestamp checks, with limits.RequireExactMaxTimestamp, that the
+// header's maxTimestamp is the largest record timestamp, as every producer
+// writes it. Kafka's leader recomputes the field and rewrites the batch;
+// tide never re-encodes a batch, and retention and time lookups read the
+// field, so a batch whose header lies about it is refused instead.
+func checkMaxTimestamp(header Header, maxTimestampMs int64, limits Limits) *Error {
+	if !limits.RequireExactMaxTimestamp || header.RecordCount == 0 || header.IsLogAppendTime() || header.MaxTimestampMs == maxTimestampMs {
+		return nil
+	}
+	return newError(ErrKindInvalid, 0, MaxTimestampPosition,
+		fmt.Sprintf("maxTimestamp %d, the records' largest timestamp is %d", header.MaxTimestampMs, maxTimestampMs)).
+		withCode(kafkaCodeInvalidTimestamp)
+}
+
+// recordFields are the fields of a record the batch checks need.
+type recordFields struct {
+	timestampDeltaMs int64
+	offsetDelta      int32
 }
 
 // checkRecordBody reads the fields of one record, which fill
-// body.buffer[body.position:] exactly, and returns its offsetDelta,
-// or a reason it is malformed. On failure body.position is where the
+// body.buffer[body.position:] exactly, and returns its timestamp and offset
+// deltas, or a reason it is malformed. On failure body.position is where the
 // offending field starts.
-func checkRecordBody(body *cursor) (int32, string) {
+func checkRecordBody(body *cursor) (recordFields, string) {
+	var fields recordFields
 	if !body.skip(1) { // attributes: unused by any Kafka version so far.
-		return 0, "ends before attributes"
+		return fields, "ends before attributes"
 	}
-	if _, ok := body.readVarlong(); !ok {
-		return 0, "malformed timestampDelta"
+	var ok bool
+	if fields.timestampDeltaMs, ok = body.readVarlong(); !ok {
+		return fields, "malformed timestampDelta"
 	}
-	offsetDelta, ok := body.readVarint()
-	if !ok {
-		return 0, "malformed offsetDelta"
-	}
-	if !body.skipNullableBytes() {
-		return 0, "malformed key"
+	if fields.offsetDelta, ok = body.readVarint(); !ok {
+		return fields, "malformed offsetDelta"
 	}
 	if !body.skipNullableBytes() {
-		return 0, "malformed value"
+		return fields, "malformed key"
+	}
+	if !body.skipNullableBytes() {
+		return fields, "malformed value"
 	}
 	headerCountPosition := body.position
 	headerCount, ok := body.readVarint()
 	if !ok || headerCount < 0 {
 		body.position = headerCountPosition
-		return 0, "malformed header count"
+		return fields, "malformed header count"
 	}
 	// Each header takes at least two bytes, so this loop ends within the
 	// record's bytes whatever headerCount claims.
@@ -81,16 +106,16 @@ func checkRecordBody(body *cursor) (int32, string) {
 		// header key size").
 		if !ok || keyLength < 0 || !body.skip(int(keyLength)) {
 			body.position = keyPosition
-			return 0, "malformed header key"
+			return fields, "malformed header key"
 		}
 		if !body.skipNullableBytes() {
-			return 0, "malformed header value"
+			return fields, "malformed header value"
 		}
 	}
 	if body.remaining() != 0 {
-		return 0, fmt.Sprintf("%d bytes after the last header", body.remaining())
+		return fields, fmt.Sprintf("%d bytes after the last header", body.remaining())
 	}
-	return offsetDelta, ""
+	return fields, ""
 }
 
 // checkOffsetDelta checks record index's offsetDelta against the record

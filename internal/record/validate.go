@@ -29,12 +29,27 @@ type Limits struct {
 	// lastOffsetDelta, and may keep a batch with no records at all to
 	// preserve a producer's last sequence number (KIP-98).
 	RequireDenseOffsets bool
+	// MaxDecompressedBatchBytes, when positive, opens compressed batches:
+	// their records are decompressed, at most this many bytes of them (more
+	// fails with ErrKindInvalid as soon as the limit is passed), and checked
+	// like uncompressed records. Set it for batches from producers, which
+	// nothing checked before (default DefaultMaxDecompressedBatchBytes).
+	// Zero checks compressed batches at header level only: for batches a
+	// leader already opened, read back from a log or replicated to a
+	// follower, whose CRC proves they are the bytes that were checked.
+	MaxDecompressedBatchBytes int
+	// RequireExactMaxTimestamp says a CreateTime batch's maxTimestamp must
+	// be its largest record timestamp, as producers write it; see
+	// checkMaxTimestamp. It is checked only where the records are walked.
+	RequireExactMaxTimestamp bool
 }
 
 // DefaultLimits are the limits for producer input: Kafka's default
-// message.max.bytes, and dense offsets.
+// message.max.bytes, dense offsets, compressed batches opened up to
+// DefaultMaxDecompressedBatchBytes, and exact max timestamps.
 func DefaultLimits() Limits {
-	return Limits{MaxBatchBytes: DefaultMaxBatchBytes, RequireDenseOffsets: true}
+	return Limits{MaxBatchBytes: DefaultMaxBatchBytes, RequireDenseOffsets: true,
+		MaxDecompressedBatchBytes: DefaultMaxDecompressedBatchBytes, RequireExactMaxTimestamp: true}
 }
 
 // Validate rejects limits no batch could meet. Call it once when loading
@@ -43,6 +58,10 @@ func (l Limits) Validate() error {
 	if l.MaxBatchBytes < HeaderSize || l.MaxBatchBytes > LogOverheadSize+math.MaxInt32 {
 		return fmt.Errorf("record: MaxBatchBytes %d is outside [%d, %d]",
 			l.MaxBatchBytes, HeaderSize, LogOverheadSize+math.MaxInt32)
+	}
+	if l.MaxDecompressedBatchBytes < 0 || l.MaxDecompressedBatchBytes > MaxDecompressedBatchBytesMax {
+		return fmt.Errorf("record: MaxDecompressedBatchBytes %d is outside [0, %d]",
+			l.MaxDecompressedBatchBytes, MaxDecompressedBatchBytesMax)
 	}
 	return nil
 }
@@ -59,14 +78,20 @@ func (l Limits) Validate() error {
 //   - the codec is 0 to 4, lastOffsetDelta >= 0, and 0 <= recordCount <=
 //     lastOffsetDelta+1; with limits.RequireDenseOffsets, recordCount ==
 //     lastOffsetDelta+1 (so at least one record): invalid
-//   - uncompressed records: every record is well formed and lies inside
-//     the batch, offset deltas strictly increase up to lastOffsetDelta (and
-//     equal the record's index when dense), there are exactly recordCount
-//     records and no bytes after them: invalid
+//   - compressed records, with limits.MaxDecompressedBatchBytes: they
+//     decompress with the batch's codec (corrupt) to at most that many
+//     bytes (invalid)
+//   - uncompressed records, and decompressed ones: every record is well
+//     formed and lies inside the batch, offset deltas strictly increase up
+//     to lastOffsetDelta (and equal the record's index when dense), there
+//     are exactly recordCount records and no bytes after them: invalid,
+//     naming the record (Error.RecordIndex) where one is at fault
+//   - with limits.RequireExactMaxTimestamp, maxTimestamp is the largest
+//     record timestamp: invalid (Kafka's INVALID_TIMESTAMP)
 //   - len(b) is the batch size, with nothing after it: invalid
 //
-// Tide does not decompress at the leader yet, so a compressed batch gets the
-// header checks only; its records are the consumer's to decode.
+// Without limits.MaxDecompressedBatchBytes a compressed batch gets the
+// header checks only, for batches a leader already opened.
 //
 // The returned error, if any, is an *Error. Validate does not keep b.
 func Validate(b []byte, limits Limits) (Header, error) {
@@ -118,12 +143,55 @@ func validateBatch(b []byte, limits Limits) (Header, *Error) {
 	if err := checkHeaderFields(header, limits); err != nil {
 		return Header{}, err
 	}
-	if header.Compression() == CompressionNone {
-		if err := walkRecords(batch, header, limits); err != nil {
-			return Header{}, err
-		}
+	if err := checkRecords(batch, header, limits); err != nil {
+		return Header{}, err
 	}
 	return header, nil
+}
+
+// checkRecords walks the records of a batch whose header passed: as they
+// are when uncompressed, decompressed first when limits say to open
+// compressed batches. Errors inside compressed records point at the start
+// of the records, the last position in b that means anything.
+func checkRecords(batch []byte, header Header, limits Limits) *Error {
+	if header.Compression() == CompressionNone {
+		return walkRecords(batch, HeaderSize, header, limits)
+	}
+	if limits.MaxDecompressedBatchBytes == 0 {
+		return nil
+	}
+	records, err := decompress(header.Compression(), batch[HeaderSize:], limits.MaxDecompressedBatchBytes)
+	if err != nil {
+		return err
+	}
+	if err := walkRecords(records, 0, header, limits); err != nil {
+		if err.Position != MaxTimestampPosition {
+			err.Position = HeaderSize
+		}
+		return err
+	}
+	return nil
+}
+
+// CheckFromProducer checks the rules a batch from a producer must meet
+// beyond Validate's, those of Kafka's LogValidator for a batch from a
+// client: no control batch (only the broker writes transaction markers),
+// no idempotent batch with a negative base sequence, and no LogAppendTime
+// (the broker's to set): invalid, the last with Kafka's INVALID_TIMESTAMP.
+// The header must have passed Validate. The returned error, if any, is an
+// *Error positioned as if from Validate on the batch alone.
+func CheckFromProducer(header Header) error {
+	switch {
+	case header.IsControl():
+		return newError(ErrKindInvalid, 0, AttributesPosition, "clients may not write control batches")
+	case header.ProducerID >= 0 && header.BaseSequence < 0:
+		return newError(ErrKindInvalid, 0, BaseSequencePosition,
+			fmt.Sprintf("producer id %d with base sequence %d", header.ProducerID, header.BaseSequence))
+	case header.IsLogAppendTime():
+		return newError(ErrKindInvalid, 0, AttributesPosition,
+			"producers may not set the LogAppendTime timestamp type").withCode(kafkaCodeInvalidTimestamp)
+	}
+	return nil
 }
 
 // checkFraming reads batchLength and returns the batch size once it is sane

@@ -34,6 +34,11 @@ func withAttributes(attributes int16) func(*Header) {
 
 var sparseLimits = Limits{MaxBatchBytes: DefaultMaxBatchBytes, RequireDenseOffsets: false}
 
+// headerOnlyLimits are a leader's producer limits without the checks that
+// need decompression or exact timestamps: what a follower or recovery uses,
+// but dense.
+var headerOnlyLimits = Limits{MaxBatchBytes: DefaultMaxBatchBytes, RequireDenseOffsets: true}
+
 type validateCase struct {
 	name   string
 	batch  []byte
@@ -171,12 +176,14 @@ func acceptedCases() []validateCase {
 		{name: "sparse rejected for a producer", batch: encodeBatch(plainHeader(6, 3), sparse),
 			kind: ErrKindInvalid, position: RecordCountPosition},
 		{name: "compacted to no records", batch: encodeBatch(plainHeader(4, 0), nil), limits: sparseLimits},
-		{name: "gzip: records not walked", batch: encodeBatch(withCodec(plainHeader(2, 3), CompressionGzip), []byte{0xff, 0xfe})},
-		{name: "zstd: records not walked", batch: encodeBatch(withCodec(plainHeader(0, 1), CompressionZstd), nil)},
+		{name: "gzip: records not walked unless opened", batch: encodeBatch(withCodec(plainHeader(2, 3), CompressionGzip), []byte{0xff, 0xfe}),
+			limits: headerOnlyLimits},
+		{name: "zstd: records not walked unless opened", batch: encodeBatch(withCodec(plainHeader(0, 1), CompressionZstd), nil),
+			limits: headerOnlyLimits},
 		{name: "null key, value and header value", batch: encodeBatch(plainHeader(0, 1),
 			rawRecord(attributes, zero, zero, null, null, varint(1), varint(1), []byte("h"), null))},
 		{name: "timestampDelta of 10 bytes", batch: encodeBatch(plainHeader(0, 1),
-			rawRecord(attributes, varint(math.MinInt64), zero, null, null, zero))},
+			rawRecord(attributes, varint(math.MinInt64), zero, null, null, zero)), limits: headerOnlyLimits},
 	}
 }
 

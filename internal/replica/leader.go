@@ -135,15 +135,9 @@ func (r *Replica) HandleProduce(request ProduceRequest) {
 		r.answerProduce(request.ID, kerr.NotLeaderForPartition.Code, -1)
 		return
 	}
-	limits := record.Limits{MaxBatchBytes: r.config.MaxBatchBytes, RequireDenseOffsets: true}
-	headers, err := record.ValidateAll(request.Batches, limits)
+	headers, err := validateProduced(request.Batches, r.config.producerLimits())
 	if err != nil {
-		var batchError *record.Error
-		code := kerr.CorruptMessage.Code
-		if errors.As(err, &batchError) {
-			code = batchError.KafkaCode()
-		}
-		r.answerProduce(request.ID, code, -1)
+		r.refuseProduce(request.ID, err)
 		return
 	}
 	if request.Acks == AcksAll && len(r.state.ISR) < r.config.MinInsyncReplicas {
@@ -180,6 +174,52 @@ func (r *Replica) HandleProduce(request ProduceRequest) {
 	})
 	r.maybeAdvanceHighWatermark()
 	r.answerLeaderAcks()
+}
+
+// validateProduced checks a producer's batches whole, where they enter
+// (STYLE rule 6): record.ValidateAll with the producer limits, compressed
+// batches opened, then Kafka's client-only rules (record.CheckFromProducer)
+// and tide's own: no transactional batch, since tide has no transactions
+// yet. Kafka answers a transactional batch sent without a transactional id
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (KafkaApis.handleProduceRequest),
+// and wire refuses every transactional id, so that is the answer here.
+// Nothing after this check looks inside a batch again.
+func validateProduced(batches []byte, limits record.Limits) ([]record.Header, error) {
+	headers, err := record.ValidateAll(batches, limits)
+	if err != nil {
+		return nil, err
+	}
+	for _, header := range headers {
+		if err := record.CheckFromProducer(header); err != nil {
+			return nil, err
+		}
+		if header.IsTransactional() {
+			return nil, errTransactionalBatch
+		}
+	}
+	return headers, nil
+}
+
+// errTransactionalBatch refuses a transactional batch: see validateProduced.
+var errTransactionalBatch = errors.New("replica: a transactional batch without a transactional id")
+
+// refuseProduce answers a produce whose batches failed validateProduced,
+// with the Kafka code for err, and for a record at fault the record error
+// and message Produce v8+ carries (Kafka's RecordValidationException).
+func (r *Replica) refuseProduce(id uint64, err error) {
+	answer := ProduceAnswer{ID: id, ErrorCode: kerr.CorruptMessage.Code, BaseOffset: -1, LogStartOffset: r.log.start}
+	var batchError *record.Error
+	switch {
+	case errors.Is(err, errTransactionalBatch):
+		answer.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+	case errors.As(err, &batchError):
+		answer.ErrorCode = batchError.KafkaCode()
+		if batchError.RecordIndex != record.NoRecordIndex {
+			answer.RecordErrors = []RecordError{{BatchIndex: int32(batchError.RecordIndex), Message: batchError.Reason}}
+			answer.ErrorMessage = "a record of the batch was refused: " + batchError.Reason
+		}
+	}
+	r.ready.Answers = append(r.ready.Answers, Answer{Produce: &answer})
 }
 
 // stampBatches writes offsets from the log end offset and the leader epoch

@@ -23,9 +23,8 @@ const (
 	AssignEpoch
 	// Append appends Batches, whose offsets and leader epochs are already
 	// in their headers (the leader stamped them, or they came from the
-	// leader), so they are appended as they are (commitlog
-	// AppendAsFollower), and the log checks once more that they continue
-	// it.
+	// leader), so they are appended as they are (commitlog Append), and
+	// the log checks once more that they continue it.
 	Append
 )
 

@@ -62,6 +62,12 @@ type Config struct {
 	FlushAlways bool
 	// MaxBatchBytes bounds one record batch.
 	MaxBatchBytes int
+	// MaxDecompressedBatchBytes bounds what a produced compressed batch may
+	// inflate to while the leader checks its records: a batch that
+	// inflates further is refused with INVALID_RECORD as soon as the limit
+	// is passed (record.Limits.MaxDecompressedBatchBytes). Zero means
+	// record.DefaultMaxDecompressedBatchBytes (64 MiB).
+	MaxDecompressedBatchBytes int
 	// MaxPendingProduces bounds the acks=all requests waiting for the ISR.
 	MaxPendingProduces int
 	// Rules is the zero value (every rule on) except in the simulator and
@@ -81,7 +87,19 @@ func (c Config) Validate() error {
 	case c.MaxBatchBytes < record.HeaderSize || c.MaxPendingProduces < 1:
 		return fmt.Errorf("replica: limits must be positive")
 	}
-	return nil
+	return c.producerLimits().Validate()
+}
+
+// producerLimits are the checks a produced batch gets at the leader, the
+// gateway every client batch passes before it reaches the log (STYLE rule
+// 6): Kafka's LogValidator for a client's batch, compressed ones opened.
+func (c Config) producerLimits() record.Limits {
+	limits := record.DefaultLimits()
+	limits.MaxBatchBytes = c.MaxBatchBytes
+	if c.MaxDecompressedBatchBytes != 0 {
+		limits.MaxDecompressedBatchBytes = c.MaxDecompressedBatchBytes
+	}
+	return limits
 }
 
 // LogState is what the replica learns from its log when it is created.

@@ -54,6 +54,19 @@ type ProduceAnswer struct {
 	ErrorCode      int16
 	BaseOffset     record.Offset
 	LogStartOffset record.Offset
+	// ErrorMessage and RecordErrors say which records made the batch fail,
+	// for Produce v8+ (KIP-467). As in Kafka they are set only when
+	// particular records are at fault (a malformed record, a missing one,
+	// an offset delta out of place); otherwise the code says it all.
+	ErrorMessage string
+	RecordErrors []RecordError
+}
+
+// RecordError names one record of a refused batch and why.
+type RecordError struct {
+	// BatchIndex is the record's index in its batch, from 0.
+	BatchIndex int32
+	Message    string
 }
 
 // FetchRequest is one partition's part of a fetch, from a follower

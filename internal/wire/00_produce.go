@@ -2,6 +2,7 @@ package wire
 
 import (
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -21,11 +22,18 @@ import (
 //     read one. acks other than 0, 1 and -1 is INVALID_REQUIRED_ACKS.
 //   - A transactional id is TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every
 //     partition: tide has no transactions (KIP-98's transactional half),
-//     and InitProducerId refuses transactional ids the same way.
+//     and InitProducerId refuses transactional ids the same way. So is a
+//     transactional batch without one, as Kafka's handleProduceRequest
+//     answers it.
+//   - Each partition carries exactly one batch, of magic 2: none, or more
+//     than one, is INVALID_RECORD, and zstd below v7 (KIP-110) is
+//     UNSUPPORTED_COMPRESSION_TYPE, for that partition only, as Kafka's
+//     ProduceRequest.validateRecords decides. Everything inside the batch
+//     is the replica's to check (replica.HandleProduce).
 //   - v5+ LogStartOffset (KIP-107); v7 is what sarama uses from V2_1 and
-//     what librdkafka needs for zstd (KIP-110); v8 per-record errors are
-//     not produced (RecordErrors stays empty; the replica rejects a batch
-//     whole); v9 is flexible.
+//     what librdkafka needs for zstd (KIP-110); v8+ carries the record
+//     errors and error message of a batch refused for particular records
+//     (KIP-467); v9 is flexible.
 //   - LogAppendTime is -1: the log keeps the producer's CreateTime.
 //   - v10+ (KIP-951 leader hints, KIP-890 transactions) and v13 (topic ids)
 //     are not served yet.
@@ -51,6 +59,9 @@ func (h *Handler) handleProduce(x *exchange) error {
 		for j, partition := range topic.Partitions {
 			entry := kmsg.NewProduceResponseTopicPartition()
 			entry.Partition, entry.ErrorCode = partition.Partition, refusal
+			if refusal == 0 {
+				entry.ErrorCode = batchRefusal(request.Version, partition.Records)
+			}
 			entry.BaseOffset, entry.LogAppendTime, entry.LogStartOffset = -1, -1, -1
 			response.Topics[i].Partitions[j] = entry
 		}
@@ -74,10 +85,60 @@ func (h *Handler) handleProduce(x *exchange) error {
 // whole cannot be served, or 0.
 func produceRefusal(request *kmsg.ProduceRequest) int16 {
 	switch {
-	case request.TransactionID != nil:
+	case request.TransactionID != nil || hasTransactionalBatch(request):
 		return kerr.TransactionalIDAuthorizationFailed.Code
 	case request.Acks != replica.AcksNone && request.Acks != replica.AcksLeader && request.Acks != replica.AcksAll:
 		return kerr.InvalidRequiredAcks.Code
+	}
+	return 0
+}
+
+// hasTransactionalBatch reports whether any partition's first batch is
+// transactional, the test Kafka's RequestUtils.hasTransactionalRecords makes.
+func hasTransactionalBatch(request *kmsg.ProduceRequest) bool {
+	for _, topic := range request.Topics {
+		for _, partition := range topic.Partitions {
+			if header, ok := firstBatch(partition.Records); ok && header.IsTransactional() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// firstBatch parses the header of the first batch of records, if records
+// hold a whole one.
+func firstBatch(records []byte) (record.Header, bool) {
+	header, err := record.ParseHeader(records)
+	if err != nil || header.Size() > len(records) {
+		return record.Header{}, false
+	}
+	return header, true
+}
+
+// zstdMinVersion is the first Produce version that may carry zstd
+// batches (KIP-110): older clients could not read them back.
+const zstdMinVersion = 7
+
+// batchRefusal is the code one partition's records get before they reach
+// the replica, or 0: Kafka's ProduceRequest.validateRecords for v3+. A
+// buffer too short or too damaged to show a batch header is left to the
+// replica, which classifies it (CORRUPT_MESSAGE for a cut-short batch).
+func batchRefusal(version int16, records []byte) int16 {
+	if len(records) == 0 {
+		return kerr.InvalidRecord.Code // at least one batch per partition
+	}
+	if len(records) > record.MagicPosition && records[record.MagicPosition] != record.Magic {
+		return kerr.InvalidRecord.Code // only magic 2 from v3
+	}
+	header, ok := firstBatch(records)
+	switch {
+	case !ok:
+		return 0
+	case header.Compression() == record.CompressionZstd && version < zstdMinVersion:
+		return kerr.UnsupportedCompressionType.Code
+	case header.Size() < len(records):
+		return kerr.InvalidRecord.Code // exactly one batch per partition
 	}
 	return 0
 }
@@ -100,13 +161,11 @@ func (h *Handler) issueProduces(request *kmsg.ProduceRequest, response *kmsg.Pro
 	for i, topic := range request.Topics {
 		for j, partition := range topic.Partitions {
 			entry := &response.Topics[i].Partitions[j]
+			if entry.ErrorCode != 0 {
+				continue // refused by batchRefusal
+			}
 			var answer replica.ProduceAnswer
-			deliver := g.expect(func() {
-				entry.ErrorCode = answer.ErrorCode
-				if answer.ErrorCode == 0 {
-					entry.BaseOffset, entry.LogStartOffset = int64(answer.BaseOffset), int64(answer.LogStartOffset)
-				}
-			})
+			deliver := g.expect(func() { fillProduceEntry(entry, answer) })
 			tp := metadata.TopicPartition{Topic: topic.Topic, Partition: partition.Partition}
 			produce := replica.ProduceRequest{ID: id, Batches: partition.Records, Acks: request.Acks, TimeoutTicks: timeoutTicks}
 			h.backend.Produce(tp, produce, func(a replica.ProduceAnswer) { answer = a; deliver() })
@@ -114,4 +173,25 @@ func (h *Handler) issueProduces(request *kmsg.ProduceRequest, response *kmsg.Pro
 		}
 	}
 	g.release()
+}
+
+// fillProduceEntry writes a partition's answer into its response entry. The
+// record errors and message reach only v8+ clients: the encoder drops them
+// below v8.
+func fillProduceEntry(entry *kmsg.ProduceResponseTopicPartition, answer replica.ProduceAnswer) {
+	entry.ErrorCode = answer.ErrorCode
+	if answer.ErrorCode == 0 {
+		entry.BaseOffset, entry.LogStartOffset = int64(answer.BaseOffset), int64(answer.LogStartOffset)
+		return
+	}
+	if answer.ErrorMessage != "" {
+		message := answer.ErrorMessage
+		entry.ErrorMessage = &message
+	}
+	for _, recordError := range answer.RecordErrors {
+		errorRecord := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		message := recordError.Message
+		errorRecord.RelativeOffset, errorRecord.ErrorMessage = recordError.BatchIndex, &message
+		entry.ErrorRecords = append(entry.ErrorRecords, errorRecord)
+	}
 }

@@ -34,6 +34,9 @@ type fakeBackend struct {
 	// diverging makes fetches with a LastFetchedEpoch above the given
 	// epoch answer with that epoch and end offset.
 	diverging *replica.EpochEndOffset
+	// produceAnswer, when set, answers every produce to a known partition
+	// with its code, message and record errors, and appends nothing.
+	produceAnswer *replica.ProduceAnswer
 	// calls records the Backend calls, for tests of what reaches it.
 	produces     []replica.ProduceRequest
 	fetches      []FetchRequest
@@ -179,6 +182,11 @@ func (f *fakeBackend) append(tp metadata.TopicPartition, request replica.Produce
 	p, ok := f.partition(tp)
 	if !ok {
 		answer.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return answer
+	}
+	if f.produceAnswer != nil {
+		answer = *f.produceAnswer
+		answer.ID = request.ID
 		return answer
 	}
 	headers, err := record.ValidateAll(request.Batches, record.DefaultLimits())
