@@ -13,8 +13,17 @@ import (
 )
 
 // testConn serves one kafkaConn over a loopback pair with handle, and
-// returns the client's end.
+// returns the client's end. Each request's room in the request queue (as
+// large as MaxInFlight maximal requests) is released once handle has it.
 func testConn(t *testing.T, limits kafkaLimits, handleBytes func(request []byte, answer func([]byte, error))) net.Conn {
+	t.Helper()
+	queue := newRequestQueue(int64(limits.MaxInFlight)*int64(limits.MaxRequestBytes), limits.MaxInFlight)
+	return testConnQueue(t, limits, queue, handleBytes)
+}
+
+// testConnQueue is testConn with the request queue given; handle then
+// releases the request's room when it is called.
+func testConnQueue(t *testing.T, limits kafkaLimits, queue *requestQueue, handleBytes func(request []byte, answer func([]byte, error))) net.Conn {
 	t.Helper()
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -31,9 +40,13 @@ func testConn(t *testing.T, limits kafkaLimits, handleBytes func(request []byte,
 	}
 	t.Cleanup(func() { client.Close(); server.Close() })
 	handle := func(request []byte, answer func(wire.Response, error)) {
+		queue.release(int64(len(request)))
 		handleBytes(request, func(response []byte, err error) { answer(wire.Response{Bytes: response}, err) })
 	}
-	go newKafkaConn(server, limits, handle, slog.New(slog.DiscardHandler)).serve()
+	log := slog.New(slog.DiscardHandler)
+	shared := &kafkaShared{limits: limits, queue: queue, handle: handle, log: log,
+		refused: newSampledLog(log, slog.LevelWarn, "refused")}
+	go newKafkaConn(server, shared).serve()
 	return client
 }
 

@@ -296,7 +296,7 @@ func (s *Server) handle(e event) {
 	case eventFrame:
 		s.handleFrame(e)
 	case eventKafkaRequest:
-		s.kafka.handler.HandleSpliced(e.payload, e.answer)
+		s.handleKafka(e)
 	case eventFetcherUp:
 		e.fetcher.connected(e.client)
 	case eventFetcherDown:
