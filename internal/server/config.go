@@ -162,12 +162,6 @@ func (c Config) withDefaults() Config {
 	if c.KafkaListen == "" {
 		c.KafkaListen = c.KafkaListeners[c.ID]
 	}
-	if c.KafkaIdleTimeout == 0 {
-		c.KafkaIdleTimeout = 10 * time.Minute // Kafka's connections.max.idle.ms
-	}
-	if c.KafkaMaxInFlight == 0 {
-		c.KafkaMaxInFlight = 100
-	}
 	if c.DefaultPartitions == 0 {
 		c.DefaultPartitions = 1 // Kafka's num.partitions
 	}
@@ -183,13 +177,21 @@ func (c Config) withDefaults() Config {
 
 // Defaults for the Kafka listener's limits, Kafka's where Kafka has one.
 const (
-	DefaultKafkaMaxConnections        = 1000      // max.connections is unlimited in Kafka
-	DefaultKafkaQueuedMaxRequestBytes = 256 << 20 // queued.max.request.bytes is unlimited in Kafka
-	DefaultKafkaQueuedMaxRequests     = 500       // Kafka's queued.max.requests
+	DefaultKafkaIdleTimeout           = 10 * time.Minute // Kafka's connections.max.idle.ms
+	DefaultKafkaMaxInFlight           = 100              // per connection; Kafka reads one request at a time
+	DefaultKafkaMaxConnections        = 1000             // max.connections is unlimited in Kafka
+	DefaultKafkaQueuedMaxRequestBytes = 256 << 20        // queued.max.request.bytes is unlimited in Kafka
+	DefaultKafkaQueuedMaxRequests     = 500              // Kafka's queued.max.requests
 )
 
 func (c Config) withKafkaDefaults() Config {
 	wireDefaults := wire.DefaultConfig()
+	if c.KafkaIdleTimeout == 0 {
+		c.KafkaIdleTimeout = DefaultKafkaIdleTimeout
+	}
+	if c.KafkaMaxInFlight == 0 {
+		c.KafkaMaxInFlight = DefaultKafkaMaxInFlight
+	}
 	if c.KafkaMaxConnections == 0 {
 		c.KafkaMaxConnections = DefaultKafkaMaxConnections
 	}
@@ -239,9 +241,15 @@ func (c Config) validateKafkaLimits() error {
 		// it is refused instead, but a setting that refuses requests the
 		// broker otherwise accepts is a mistake.
 		return fmt.Errorf("queued.max.request.bytes %d: want at least socket.request.max.bytes (%d)", c.KafkaQueuedMaxRequestBytes, c.KafkaMaxRequestBytes)
+	case c.KafkaMaxFetchBytes < 1:
+		return fmt.Errorf("fetch.max.bytes %d: want at least 1", c.KafkaMaxFetchBytes)
+	case c.KafkaMaxTopicsPerRequest < 1 || c.KafkaMaxPartitionsPerRequest < c.KafkaMaxTopicsPerRequest:
+		return fmt.Errorf("tide.max.topics.per.request %d and tide.max.partitions.per.request %d: want at least 1 topic, and at least as many partitions as topics",
+			c.KafkaMaxTopicsPerRequest, c.KafkaMaxPartitionsPerRequest)
 	}
 	if err := c.wireConfig().Validate(); err != nil {
-		return err
+		// What is left is socket.request.max.bytes's range.
+		return fmt.Errorf("socket.request.max.bytes %d: %w", c.KafkaMaxRequestBytes, err)
 	}
 	return nil
 }
