@@ -21,7 +21,13 @@ import (
 // request is handled): the response, and a produce's records on their
 // way to the log, are bounded by the other limits, not by this one.
 //
-// Invariants: 0 <= bytes <= maxBytes and 0 <= requests <= maxRequests.
+// Reservations are granted in the order they were asked for: a request
+// waits behind those before it even when it would fit, so a large request
+// is not starved by a stream of small ones, and a release wakes only the
+// reservations it makes room for, not every connection waiting.
+//
+// Invariants: 0 <= bytes <= maxBytes and 0 <= requests <= maxRequests; a
+// waiter is in waiting until it is granted or gives up, never both.
 type requestQueue struct {
 	maxBytes    int64
 	maxRequests int
@@ -29,13 +35,18 @@ type requestQueue struct {
 	mu       sync.Mutex
 	bytes    int64
 	requests int
-	// changed is closed and replaced whenever room is released, waking
-	// every waiting reservation to try again.
-	changed chan struct{}
+	waiting  []*queueWaiter
+}
+
+// queueWaiter is one reservation waiting for room; granted closes once the
+// room is its.
+type queueWaiter struct {
+	size    int64
+	granted chan struct{}
 }
 
 func newRequestQueue(maxBytes int64, maxRequests int) *requestQueue {
-	return &requestQueue{maxBytes: maxBytes, maxRequests: maxRequests, changed: make(chan struct{})}
+	return &requestQueue{maxBytes: maxBytes, maxRequests: maxRequests}
 }
 
 // requestTooLargeError refuses a request whose size prefix exceeds a
@@ -61,35 +72,68 @@ func (q *requestQueue) reserve(size int64, done <-chan struct{}) (bool, error) {
 	if size > q.maxBytes {
 		return false, requestTooLargeError{size: size, limit: q.maxBytes, setting: "queued.max.request.bytes"}
 	}
-	for {
-		q.mu.Lock()
-		if q.requests < q.maxRequests && q.bytes+size <= q.maxBytes {
-			q.requests++
-			q.bytes += size
-			q.mu.Unlock()
-			return true, nil
-		}
-		changed := q.changed
+	q.mu.Lock()
+	if len(q.waiting) == 0 && q.fits(size) {
+		q.take(size)
 		q.mu.Unlock()
-		select {
-		case <-changed:
-		case <-done:
+		return true, nil
+	}
+	waiter := &queueWaiter{size: size, granted: make(chan struct{})}
+	q.waiting = append(q.waiting, waiter)
+	q.mu.Unlock()
+	select {
+	case <-waiter.granted:
+		return true, nil
+	case <-done:
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, w := range q.waiting {
+		if w == waiter {
+			q.waiting = append(q.waiting[:i], q.waiting[i+1:]...)
+			// Those behind it may fit now that it no longer goes first.
+			q.grantLocked()
 			return false, nil
 		}
 	}
+	// Granted while the connection closed: the room is given back.
+	q.releaseLocked(size)
+	return false, nil
+}
+
+func (q *requestQueue) fits(size int64) bool {
+	return q.requests < q.maxRequests && q.bytes+size <= q.maxBytes
+}
+
+func (q *requestQueue) take(size int64) {
+	q.requests++
+	q.bytes += size
 }
 
 // release gives back the room of one request of size bytes.
 func (q *requestQueue) release(size int64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.releaseLocked(size)
+}
+
+func (q *requestQueue) releaseLocked(size int64) {
 	q.requests--
 	q.bytes -= size
 	if q.requests < 0 || q.bytes < 0 {
 		panic(fmt.Sprintf("server: request queue released more than it held (%d requests, %d bytes)", q.requests, q.bytes))
 	}
-	close(q.changed)
-	q.changed = make(chan struct{})
+	q.grantLocked()
+}
+
+// grantLocked gives room to the waiters at the head that fit, in order.
+func (q *requestQueue) grantLocked() {
+	for len(q.waiting) > 0 && q.fits(q.waiting[0].size) {
+		waiter := q.waiting[0]
+		q.waiting = q.waiting[1:]
+		q.take(waiter.size)
+		close(waiter.granted)
+	}
 }
 
 // queued reports the requests and bytes held.

@@ -101,3 +101,46 @@ func TestKafkaConnRefusesRequestLargerThanQueue(t *testing.T) {
 	}
 	expectClosed(t, c)
 }
+
+// Room goes to reservations in the order they asked: a large request at
+// the head is not overtaken by a small one that would fit, and one that
+// gives up (its connection closed) lets those behind it through.
+func TestRequestQueueGrantsInOrder(t *testing.T) {
+	queue := newRequestQueue(100, 10)
+	never := make(chan struct{})
+	queue.reserve(90, never)
+	large, small := make(chan bool, 1), make(chan bool, 1)
+	giveUp := make(chan struct{})
+	go func() { ok, _ := queue.reserve(50, giveUp); large <- ok }()
+	waitWaiting(t, queue, 1)
+	go func() { ok, _ := queue.reserve(10, never); small <- ok }()
+	waitWaiting(t, queue, 2)
+	select {
+	case <-small:
+		t.Fatal("a small request overtook the large one waiting before it")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(giveUp)
+	if ok := <-large; ok {
+		t.Fatal("a reservation whose connection closed was granted")
+	}
+	if ok := <-small; !ok {
+		t.Fatal("the small request was not granted once the large one gave up")
+	}
+	if requests, bytes := queue.queued(); requests != 2 || bytes != 100 {
+		t.Fatalf("queue holds %d requests, %d bytes; want 2, 100", requests, bytes)
+	}
+}
+
+func waitWaiting(t *testing.T, queue *requestQueue, want int) {
+	t.Helper()
+	for began := time.Now(); time.Since(began) < 5*time.Second; time.Sleep(time.Millisecond) {
+		queue.mu.Lock()
+		waiting := len(queue.waiting)
+		queue.mu.Unlock()
+		if waiting == want {
+			return
+		}
+	}
+	t.Fatalf("%d reservations never waited", want)
+}
