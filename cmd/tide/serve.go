@@ -71,8 +71,8 @@ and tide.kafka.listen, tide.kafka.listeners. The Kafka listener's limits
 too: socket.request.max.bytes, queued.max.request.bytes,
 queued.max.requests, max.connections, max.connections.per.ip,
 connections.max.idle.ms, fetch.max.bytes, and
-tide.max.in.flight.requests.per.connection, tide.max.topics.per.request,
-tide.max.partitions.per.request (docs/compatibility.md says what each
+tide.max.in.flight.requests.per.connection, tide.request.body.timeout.ms,
+tide.max.topics.per.request, tide.max.partitions.per.request (docs/compatibility.md says what each
 does at its limit). A flag given on the command line wins.
 
 SIGTERM or SIGINT performs a controlled shutdown: the controller moves

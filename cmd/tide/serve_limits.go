@@ -22,6 +22,7 @@ type serveLimits struct {
 	maxConnections          int
 	maxConnectionsPerIP     int
 	idleTimeout             time.Duration
+	bodyTimeout             time.Duration
 	maxInFlight             int
 	fetchMaxBytes           int32
 	maxTopicsPerRequest     int
@@ -34,8 +35,9 @@ var limitPropertyFlags = map[string]string{
 	"queued.max.requests": "queued-max-requests", "max.connections": "max-connections",
 	"max.connections.per.ip": "max-connections-per-ip", "connections.max.idle.ms": "connections-max-idle",
 	"tide.max.in.flight.requests.per.connection": "max-in-flight-requests-per-connection",
-	"fetch.max.bytes":             "fetch-max-bytes",
-	"tide.max.topics.per.request": "max-topics-per-request", "tide.max.partitions.per.request": "max-partitions-per-request",
+	"tide.request.body.timeout.ms":               "request-body-timeout",
+	"fetch.max.bytes":                            "fetch-max-bytes",
+	"tide.max.topics.per.request":                "max-topics-per-request", "tide.max.partitions.per.request": "max-partitions-per-request",
 }
 
 func registerLimitFlags(flags *pflag.FlagSet, l *serveLimits) {
@@ -45,6 +47,7 @@ func registerLimitFlags(flags *pflag.FlagSet, l *serveLimits) {
 	flags.IntVar(&l.maxConnections, "max-connections", server.DefaultKafkaMaxConnections, "Kafka connections open at once; one more is closed at once (max.connections)")
 	flags.IntVar(&l.maxConnectionsPerIP, "max-connections-per-ip", 0, "Kafka connections open at once from one address, 0 for no limit (max.connections.per.ip)")
 	flags.DurationVar(&l.idleTimeout, "connections-max-idle", server.DefaultKafkaIdleTimeout, "a Kafka connection without a request for this long is closed (connections.max.idle.ms)")
+	flags.DurationVar(&l.bodyTimeout, "request-body-timeout", server.DefaultKafkaRequestBodyTimeout, "each MiB of a request's body must arrive within this, else the connection is closed and the room it held in the request queue freed (tide.request.body.timeout.ms)")
 	flags.IntVar(&l.maxInFlight, "max-in-flight-requests-per-connection", server.DefaultKafkaMaxInFlight, "requests one connection may have read and not yet answered; at the limit it stops reading (tide.max.in.flight.requests.per.connection)")
 	flags.Int32Var(&l.fetchMaxBytes, "fetch-max-bytes", wire.DefaultMaxFetchBytes, "the most record bytes one fetch response carries (fetch.max.bytes)")
 	flags.IntVar(&l.maxTopicsPerRequest, "max-topics-per-request", wire.DefaultMaxTopicsPerRequest, "topics one request may name (tide.max.topics.per.request)")
@@ -59,6 +62,7 @@ func rereadLimits(flags *pflag.FlagSet) serveLimits {
 	l.maxConnections, _ = flags.GetInt("max-connections")
 	l.maxConnectionsPerIP, _ = flags.GetInt("max-connections-per-ip")
 	l.idleTimeout, _ = flags.GetDuration("connections-max-idle")
+	l.bodyTimeout, _ = flags.GetDuration("request-body-timeout")
 	l.maxInFlight, _ = flags.GetInt("max-in-flight-requests-per-connection")
 	l.fetchMaxBytes, _ = flags.GetInt32("fetch-max-bytes")
 	l.maxTopicsPerRequest, _ = flags.GetInt("max-topics-per-request")
@@ -73,7 +77,7 @@ func (l serveLimits) apply(config *server.Config) error {
 	zero := map[string]bool{
 		"--max-request-bytes": l.maxRequestBytes == 0, "--queued-max-request-bytes": l.queuedMaxRequestBytes == 0,
 		"--queued-max-requests": l.queuedMaxRequests == 0, "--max-connections": l.maxConnections == 0,
-		"--connections-max-idle": l.idleTimeout == 0, "--max-in-flight-requests-per-connection": l.maxInFlight == 0,
+		"--connections-max-idle": l.idleTimeout == 0, "--request-body-timeout": l.bodyTimeout == 0, "--max-in-flight-requests-per-connection": l.maxInFlight == 0,
 		"--fetch-max-bytes": l.fetchMaxBytes == 0, "--max-topics-per-request": l.maxTopicsPerRequest == 0,
 		"--max-partitions-per-request": l.maxPartitionsPerRequest == 0,
 	}
@@ -86,6 +90,7 @@ func (l serveLimits) apply(config *server.Config) error {
 	config.KafkaQueuedMaxRequests = l.queuedMaxRequests
 	config.KafkaMaxConnections, config.KafkaMaxConnectionsPerIP = l.maxConnections, l.maxConnectionsPerIP
 	config.KafkaIdleTimeout, config.KafkaMaxInFlight = l.idleTimeout, l.maxInFlight
+	config.KafkaRequestBodyTimeout = l.bodyTimeout
 	config.KafkaMaxFetchBytes = l.fetchMaxBytes
 	config.KafkaMaxTopicsPerRequest, config.KafkaMaxPartitionsPerRequest = l.maxTopicsPerRequest, l.maxPartitionsPerRequest
 	return nil

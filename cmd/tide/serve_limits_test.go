@@ -16,7 +16,7 @@ func TestServeLimitsFromProperties(t *testing.T) {
 	text := "node.id=1\ncontroller.quorum.voters=1@127.0.0.1:9093\nlog.dirs=" + dir + "\ntide.kafka.listen=127.0.0.1:9092\n" +
 		"socket.request.max.bytes=2000000\nqueued.max.request.bytes=8000000\nqueued.max.requests=50\n" +
 		"max.connections=300\nmax.connections.per.ip=20\nconnections.max.idle.ms=60000\n" +
-		"tide.max.in.flight.requests.per.connection=7\nfetch.max.bytes=1000000\n" +
+		"tide.max.in.flight.requests.per.connection=7\nfetch.max.bytes=1000000\ntide.request.body.timeout.ms=5000\n" +
 		"tide.max.topics.per.request=40\ntide.max.partitions.per.request=400\n"
 	if err := os.WriteFile(properties, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -34,7 +34,7 @@ func TestServeLimitsFromProperties(t *testing.T) {
 	}
 	if config.KafkaMaxRequestBytes != 2000000 || config.KafkaQueuedMaxRequestBytes != 8000000 || config.KafkaQueuedMaxRequests != 50 ||
 		config.KafkaMaxConnections != 400 || config.KafkaMaxConnectionsPerIP != 20 || config.KafkaIdleTimeout != time.Minute ||
-		config.KafkaMaxInFlight != 7 || config.KafkaMaxFetchBytes != 1000000 ||
+		config.KafkaMaxInFlight != 7 || config.KafkaMaxFetchBytes != 1000000 || config.KafkaRequestBodyTimeout != 5*time.Second ||
 		config.KafkaMaxTopicsPerRequest != 40 || config.KafkaMaxPartitionsPerRequest != 400 {
 		t.Fatalf("got %+v", config)
 	}
@@ -50,6 +50,7 @@ func TestServeRefusesBadLimits(t *testing.T) {
 		{"--max-connections-per-ip", "-1", "max.connections.per.ip"},
 		{"--connections-max-idle", "10ms", "connections.max.idle.ms"},
 		{"--queued-max-requests", "-5", "queued.max.requests"},
+		{"--request-body-timeout", "100ms", "tide.request.body.timeout.ms"},
 		{"--max-in-flight-requests-per-connection", "0", "--max-in-flight-requests-per-connection"},
 		{"--max-request-bytes", "2", "socket.request.max.bytes"},
 		{"--fetch-max-bytes", "-1", "fetch.max.bytes"},

@@ -78,6 +78,11 @@ type Config struct {
 	// requests one connection has read and not yet been answered.
 	KafkaIdleTimeout time.Duration
 	KafkaMaxInFlight int
+	// KafkaRequestBodyTimeout closes a connection whose request body
+	// stops arriving: each MiB of it must come within this time, since
+	// the body holds its room in the request queue from its size prefix
+	// on (tide.request.body.timeout.ms; Kafka has none).
+	KafkaRequestBodyTimeout time.Duration
 	// KafkaMaxConnections bounds the Kafka connections open at once
 	// (max.connections), KafkaMaxConnectionsPerIP those from one client
 	// address (max.connections.per.ip; 0, the default, sets none, as in
@@ -182,6 +187,7 @@ const (
 	DefaultKafkaMaxConnections        = 1000             // max.connections is unlimited in Kafka
 	DefaultKafkaQueuedMaxRequestBytes = 256 << 20        // queued.max.request.bytes is unlimited in Kafka
 	DefaultKafkaQueuedMaxRequests     = 500              // Kafka's queued.max.requests
+	DefaultKafkaRequestBodyTimeout    = 30 * time.Second // per MiB of a body; Kafka has none
 )
 
 func (c Config) withKafkaDefaults() Config {
@@ -191,6 +197,9 @@ func (c Config) withKafkaDefaults() Config {
 	}
 	if c.KafkaMaxInFlight == 0 {
 		c.KafkaMaxInFlight = DefaultKafkaMaxInFlight
+	}
+	if c.KafkaRequestBodyTimeout == 0 {
+		c.KafkaRequestBodyTimeout = DefaultKafkaRequestBodyTimeout
 	}
 	if c.KafkaMaxConnections == 0 {
 		c.KafkaMaxConnections = DefaultKafkaMaxConnections
@@ -234,6 +243,8 @@ func (c Config) validateKafkaLimits() error {
 		return fmt.Errorf("max.connections.per.ip %d: want 0 (no limit) or more", c.KafkaMaxConnectionsPerIP)
 	case c.KafkaIdleTimeout < time.Second:
 		return fmt.Errorf("connections.max.idle.ms %s: want at least a second", c.KafkaIdleTimeout)
+	case c.KafkaRequestBodyTimeout < time.Second:
+		return fmt.Errorf("tide.request.body.timeout.ms %s: want at least a second", c.KafkaRequestBodyTimeout)
 	case c.KafkaQueuedMaxRequests < 1:
 		return fmt.Errorf("queued.max.requests %d: want at least 1", c.KafkaQueuedMaxRequests)
 	case c.KafkaQueuedMaxRequestBytes < int64(c.KafkaMaxRequestBytes):

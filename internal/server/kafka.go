@@ -64,7 +64,8 @@ func (s *Server) openKafka() error {
 func (s *Server) newKafkaListener(listener net.Listener, handler *wire.Handler, backend *kafkaBackend) *kafkaListener {
 	c := s.config
 	shared := &kafkaShared{
-		limits: kafkaLimits{MaxRequestBytes: c.KafkaMaxRequestBytes, MaxInFlight: c.KafkaMaxInFlight, IdleTimeout: c.KafkaIdleTimeout},
+		limits: kafkaLimits{MaxRequestBytes: c.KafkaMaxRequestBytes, MaxInFlight: c.KafkaMaxInFlight,
+			IdleTimeout: c.KafkaIdleTimeout, BodyTimeout: c.KafkaRequestBodyTimeout},
 		queue:  newRequestQueue(c.KafkaQueuedMaxRequestBytes, c.KafkaQueuedMaxRequests),
 		handle: s.postKafka, log: s.log,
 		refused: newSampledLog(s.log, slog.LevelWarn, "kafka request refused, closing the connection"),

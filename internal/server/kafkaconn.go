@@ -28,7 +28,18 @@ type kafkaLimits struct {
 	// IdleTimeout closes a connection that sends no request for that long
 	// (connections.max.idle.ms).
 	IdleTimeout time.Duration
+	// BodyTimeout bounds the wait for each requestBodyPieceBytes of a
+	// request's body. A body holds its whole size of room in the request
+	// queue from its size prefix on, so a client that sends a large size
+	// and then nothing would otherwise hold that room, and hold back every
+	// other connection, for the idle timeout.
+	BodyTimeout time.Duration
 }
+
+// requestBodyPieceBytes is how much of a body must arrive within each
+// BodyTimeout: 1 MiB in 30 s (the default) is 35 KB/s, far below any link
+// a client sends large requests over.
+const requestBodyPieceBytes = 1 << 20
 
 // kafkaShared is what every connection of a listener shares: the limits,
 // the broker-wide request queue, who serves the requests, and the logs.
@@ -144,9 +155,9 @@ func (p *pendingResponse) answer(response wire.Response, err error) {
 var errConnectionClosed = errors.New("connection closed")
 
 // readRequest reads one size-prefixed request, with the idle timeout on
-// its first byte and on the rest. Between the two it waits for room in
-// the request queue: the body is read only once its bytes fit, and the
-// request returned holds that room.
+// its first byte and BodyTimeout on each piece of its body. Between the
+// two it waits for room in the request queue: the body is read only once
+// its bytes fit, and the request returned holds that room.
 func (k *kafkaConn) readRequest() ([]byte, error) {
 	k.c.SetReadDeadline(time.Now().Add(k.limits.IdleTimeout))
 	var prefix [4]byte
@@ -164,9 +175,6 @@ func (k *kafkaConn) readRequest() ([]byte, error) {
 	if !reserved {
 		return nil, errConnectionClosed
 	}
-	// The wait may have outlasted the idle deadline; the client was not
-	// idle, the broker was.
-	k.c.SetReadDeadline(time.Now().Add(k.limits.IdleTimeout))
 	body, err := k.readBody(int(size))
 	if err != nil {
 		k.shared.queue.release(size)
@@ -175,20 +183,23 @@ func (k *kafkaConn) readRequest() ([]byte, error) {
 	return body, nil
 }
 
-// readBody reads a request body of size bytes.
+// readBody reads a request body of size bytes, each piece of it within
+// BodyTimeout (the deadline is set anew for each: the wait for room before
+// may have outlasted any earlier one).
 func (k *kafkaConn) readBody(size int) ([]byte, error) {
 	body := make([]byte, min(size, requestReadAheadBytes))
-	read := 0
-	for {
-		if _, err := io.ReadFull(k.c, body[read:]); err != nil {
+	for read := 0; read < size; {
+		if read == len(body) {
+			body = append(body, make([]byte, min(size-read, read))...)
+		}
+		end := min(len(body), read+requestBodyPieceBytes)
+		k.c.SetReadDeadline(time.Now().Add(k.limits.BodyTimeout))
+		if _, err := io.ReadFull(k.c, body[read:end]); err != nil {
 			return nil, fmt.Errorf("request body: %w", err)
 		}
-		read = len(body)
-		if read == size {
-			return body, nil
-		}
-		body = append(body, make([]byte, min(size-read, read))...)
+		read = end
 	}
+	return body, nil
 }
 
 // writeLoop writes the responses in request order; an error answer closes

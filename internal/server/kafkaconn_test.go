@@ -50,7 +50,7 @@ func testConnQueue(t *testing.T, limits kafkaLimits, queue *requestQueue, handle
 	return client
 }
 
-var testLimits = kafkaLimits{MaxRequestBytes: 1 << 10, MaxInFlight: 8, IdleTimeout: 5 * time.Second}
+var testLimits = kafkaLimits{MaxRequestBytes: 1 << 10, MaxInFlight: 8, IdleTimeout: 5 * time.Second, BodyTimeout: 5 * time.Second}
 
 func sendRequest(t *testing.T, c net.Conn, body []byte) {
 	t.Helper()
@@ -205,7 +205,7 @@ func TestKafkaConnIdleTimeout(t *testing.T) {
 // Requests of every size, around the read-ahead and past it, arrive whole.
 func TestKafkaConnReadsRequestsOfAnySize(t *testing.T) {
 	arrived := make(chan []byte, 1)
-	c := testConn(t, kafkaLimits{MaxRequestBytes: 8 << 20, MaxInFlight: 4, IdleTimeout: 10 * time.Second}, func(request []byte, answer func([]byte, error)) {
+	c := testConn(t, kafkaLimits{MaxRequestBytes: 8 << 20, MaxInFlight: 4, IdleTimeout: 10 * time.Second, BodyTimeout: 10 * time.Second}, func(request []byte, answer func([]byte, error)) {
 		arrived <- request
 		answer([]byte("ok"), nil)
 	})

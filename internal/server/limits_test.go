@@ -144,3 +144,34 @@ func waitWaiting(t *testing.T, queue *requestQueue, want int) {
 	}
 	t.Fatalf("%d reservations never waited", want)
 }
+
+// A size prefix with no body behind it holds its room in the queue only
+// for BodyTimeout, not the idle timeout: then the connection is closed
+// and the room is free for the others.
+func TestStalledRequestBodyGivesItsRoomBack(t *testing.T) {
+	limits := testLimits
+	limits.IdleTimeout, limits.BodyTimeout = time.Minute, 200*time.Millisecond
+	queue := newRequestQueue(int64(limits.MaxRequestBytes), limits.MaxInFlight)
+	c := testConnQueue(t, limits, queue, func(_ []byte, answer func([]byte, error)) {
+		t.Error("a request without its body reached the handler")
+		answer(nil, nil)
+	})
+	// The size and 10 bytes of a body of MaxRequestBytes, then silence.
+	prefix := binary.BigEndian.AppendUint32(nil, uint32(limits.MaxRequestBytes))
+	if _, err := c.Write(append(prefix, make([]byte, 10)...)); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	expectClosed(t, c)
+	if waited := time.Since(began); waited > 3*time.Second {
+		t.Fatalf("closed after %s; body timeout %s", waited, limits.BodyTimeout)
+	}
+	for began := time.Now(); ; time.Sleep(time.Millisecond) {
+		if requests, bytes := queue.queued(); requests == 0 && bytes == 0 {
+			break
+		}
+		if time.Since(began) > time.Second {
+			t.Fatal("the stalled request's room was not given back")
+		}
+	}
+}
