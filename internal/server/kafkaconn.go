@@ -190,7 +190,11 @@ func (k *kafkaConn) readBody(size int) ([]byte, error) {
 	body := make([]byte, min(size, requestReadAheadBytes))
 	for read := 0; read < size; {
 		if read == len(body) {
-			body = append(body, make([]byte, min(size-read, read))...)
+			// Exactly the size, not append's: its spare capacity (a
+			// sixth more) would be held past the room reserved for it.
+			grown := make([]byte, read+min(size-read, read))
+			copy(grown, body)
+			body = grown
 		}
 		end := min(len(body), read+requestBodyPieceBytes)
 		k.c.SetReadDeadline(time.Now().Add(k.limits.BodyTimeout))
