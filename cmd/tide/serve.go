@@ -111,6 +111,9 @@ func runServe(cmd *cobra.Command, options serveOptions) error {
 		// The flags now hold the file's values under the command line's.
 		options = reread(cmd.Flags(), options)
 	}
+	if err := refuseZeroLimits(cmd.Flags()); err != nil {
+		return usageError{err}
+	}
 	config, err := options.serverConfig(cmd)
 	if err != nil {
 		return usageError{err}
@@ -148,9 +151,7 @@ func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
 		SessionTimeout: o.sessionTimeout, BrokerHeartbeat: o.brokerHeartbeat, ElectionTimeout: o.electionTimeout,
 		DefaultPartitions: o.defaultPartitions, DefaultReplicationFactor: o.defaultReplicationFactor, Logger: logger,
 		CopyFetches: !o.sendfile}
-	if err := o.limits.apply(&config); err != nil {
-		return server.Config{}, err
-	}
+	o.limits.apply(&config)
 	return config, config.Validate()
 }
 

@@ -70,22 +70,25 @@ func rereadLimits(flags *pflag.FlagSet) serveLimits {
 	return l
 }
 
-// apply sets the limits in config. Zero in a Config means the default, so
-// a zero given here (every limit but max.connections.per.ip needs at
-// least 1) is refused rather than silently replaced.
-func (l serveLimits) apply(config *server.Config) error {
-	zero := map[string]bool{
-		"--max-request-bytes": l.maxRequestBytes == 0, "--queued-max-request-bytes": l.queuedMaxRequestBytes == 0,
-		"--queued-max-requests": l.queuedMaxRequests == 0, "--max-connections": l.maxConnections == 0,
-		"--connections-max-idle": l.idleTimeout == 0, "--request-body-timeout": l.bodyTimeout == 0, "--max-in-flight-requests-per-connection": l.maxInFlight == 0,
-		"--fetch-max-bytes": l.fetchMaxBytes == 0, "--max-topics-per-request": l.maxTopicsPerRequest == 0,
-		"--max-partitions-per-request": l.maxPartitionsPerRequest == 0,
-	}
-	for _, flag := range slices.Sorted(maps.Keys(zero)) {
-		if zero[flag] {
-			return fmt.Errorf("%s 0: want at least 1", flag)
+// refuseZeroLimits refuses a limit set to zero on the command line or in
+// the properties file: zero in a Config means the default, and every limit
+// but max.connections.per.ip needs at least 1, so a zero would otherwise
+// be silently replaced.
+func refuseZeroLimits(flags *pflag.FlagSet) error {
+	for _, name := range slices.Sorted(maps.Values(limitPropertyFlags)) {
+		flag := flags.Lookup(name)
+		if name == "max-connections-per-ip" || !flag.Changed {
+			continue
+		}
+		if value := flag.Value.String(); value == "0" || value == "0s" {
+			return fmt.Errorf("--%s 0: want at least 1", name)
 		}
 	}
+	return nil
+}
+
+// apply sets the limits in config; zeros take the defaults.
+func (l serveLimits) apply(config *server.Config) {
 	config.KafkaMaxRequestBytes, config.KafkaQueuedMaxRequestBytes = l.maxRequestBytes, l.queuedMaxRequestBytes
 	config.KafkaQueuedMaxRequests = l.queuedMaxRequests
 	config.KafkaMaxConnections, config.KafkaMaxConnectionsPerIP = l.maxConnections, l.maxConnectionsPerIP
@@ -93,5 +96,4 @@ func (l serveLimits) apply(config *server.Config) error {
 	config.KafkaRequestBodyTimeout = l.bodyTimeout
 	config.KafkaMaxFetchBytes = l.fetchMaxBytes
 	config.KafkaMaxTopicsPerRequest, config.KafkaMaxPartitionsPerRequest = l.maxTopicsPerRequest, l.maxPartitionsPerRequest
-	return nil
 }
