@@ -50,7 +50,7 @@ func newRequestQueue(maxBytes int64, maxRequests int) *requestQueue {
 }
 
 // requestTooLargeError refuses a request whose size prefix exceeds a
-// limit: it can never be read, so the connection is closed before any of
+// limit (or is negative): it can never be read, so the connection is closed before any of
 // its body is (the bytes that follow cannot be framed without reading
 // them).
 type requestTooLargeError struct {
@@ -61,6 +61,9 @@ type requestTooLargeError struct {
 }
 
 func (e requestTooLargeError) Error() string {
+	if e.size < 0 {
+		return fmt.Sprintf("request size %d is negative", e.size)
+	}
 	return fmt.Sprintf("request of %d bytes exceeds %s (%d)", e.size, e.setting, e.limit)
 }
 
