@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -36,6 +38,8 @@ type serveOptions struct {
 	defaultReplicationFactor int
 	logLevel                 string
 	sendfile                 bool
+	// limits are the Kafka listener's (serve_limits.go).
+	limits serveLimits
 }
 
 func newServeCommand() *cobra.Command {
@@ -63,8 +67,13 @@ Flags may also come from a properties file (--config FILE), with Kafka's
 names where there is one: node.id, controller.quorum.voters, listeners
 (the controller listener's host:port), log.dirs, broker.session.timeout.ms,
 broker.heartbeat.interval.ms, num.partitions, default.replication.factor;
-and tide.kafka.listen, tide.kafka.listeners.
-A flag given on the command line wins.
+and tide.kafka.listen, tide.kafka.listeners. The Kafka listener's limits
+too: socket.request.max.bytes, queued.max.request.bytes,
+queued.max.requests, max.connections, max.connections.per.ip,
+connections.max.idle.ms, fetch.max.bytes, and
+tide.max.in.flight.requests.per.connection, tide.request.body.timeout.ms,
+tide.max.topics.per.request, tide.max.partitions.per.request (docs/compatibility.md says what each
+does at its limit). A flag given on the command line wins.
 
 SIGTERM or SIGINT performs a controlled shutdown: the controller moves
 this broker's leaderships away and fences it, then the process exits.
@@ -90,6 +99,7 @@ Followers replicate from their leaders over the Kafka protocol
 	flags.IntVar(&options.defaultReplicationFactor, "default-replication-factor", 1, "replicas of a topic created without a factor (default.replication.factor)")
 	flags.StringVar(&options.logLevel, "log-level", "info", "debug, info, warn or error")
 	flags.BoolVar(&options.sendfile, "sendfile", true, "send committed records to fetchers with sendfile (false reads them into memory, to measure the difference)")
+	registerLimitFlags(flags, &options.limits)
 	return command
 }
 
@@ -100,6 +110,9 @@ func runServe(cmd *cobra.Command, options serveOptions) error {
 		}
 		// The flags now hold the file's values under the command line's.
 		options = reread(cmd.Flags(), options)
+	}
+	if err := refuseZeroLimits(cmd.Flags()); err != nil {
+		return usageError{err}
 	}
 	config, err := options.serverConfig(cmd)
 	if err != nil {
@@ -138,6 +151,7 @@ func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
 		SessionTimeout: o.sessionTimeout, BrokerHeartbeat: o.brokerHeartbeat, ElectionTimeout: o.electionTimeout,
 		DefaultPartitions: o.defaultPartitions, DefaultReplicationFactor: o.defaultReplicationFactor, Logger: logger,
 		CopyFetches: !o.sendfile}
+	o.limits.apply(&config)
 	return config, config.Validate()
 }
 
@@ -169,8 +183,11 @@ func applyProperties(flags *pflag.FlagSet, name string) error {
 		key, value, ok := strings.Cut(line, "=")
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 		flag, known := propertyFlags[key]
+		if !known {
+			flag, known = limitPropertyFlags[key]
+		}
 		if !ok || !known {
-			return fmt.Errorf("%s:%d: unknown setting %q (known: node.id, controller.quorum.voters, listeners, log.dirs, broker.session.timeout.ms, broker.heartbeat.interval.ms, num.partitions, default.replication.factor, tide.kafka.listen, tide.kafka.listeners)", name, number, key)
+			return fmt.Errorf("%s:%d: unknown setting %q (known: %s)", name, number, key, knownProperties())
 		}
 		if flags.Changed(flag) {
 			continue
@@ -183,6 +200,14 @@ func applyProperties(flags *pflag.FlagSet, name string) error {
 		}
 	}
 	return scanner.Err()
+}
+
+// knownProperties lists every properties key, sorted.
+func knownProperties() string {
+	keys := slices.Collect(maps.Keys(propertyFlags))
+	keys = append(keys, slices.Collect(maps.Keys(limitPropertyFlags))...)
+	slices.Sort(keys)
+	return strings.Join(keys, ", ")
 }
 
 func reread(flags *pflag.FlagSet, o serveOptions) serveOptions {
@@ -199,5 +224,6 @@ func reread(flags *pflag.FlagSet, o serveOptions) serveOptions {
 	o.defaultReplicationFactor, _ = flags.GetInt("default-replication-factor")
 	o.logLevel, _ = flags.GetString("log-level")
 	o.sendfile, _ = flags.GetBool("sendfile")
+	o.limits = rereadLimits(flags)
 	return o
 }

@@ -75,11 +75,38 @@ type Config struct {
 	DefaultReplicationFactor int
 	// KafkaIdleTimeout closes a Kafka connection that sends no request for
 	// that long (connections.max.idle.ms); KafkaMaxInFlight bounds the
-	// requests one connection has read and not yet been answered, and
-	// KafkaMaxConnections the connections open at once (max.connections).
-	KafkaIdleTimeout    time.Duration
-	KafkaMaxInFlight    int
-	KafkaMaxConnections int
+	// requests one connection has read and not yet been answered.
+	KafkaIdleTimeout time.Duration
+	KafkaMaxInFlight int
+	// KafkaRequestBodyTimeout closes a connection whose request body
+	// stops arriving: each MiB of it must come within this time, since
+	// the body holds its room in the request queue from its size prefix
+	// on (tide.request.body.timeout.ms; Kafka has none).
+	KafkaRequestBodyTimeout time.Duration
+	// KafkaMaxConnections bounds the Kafka connections open at once
+	// (max.connections), KafkaMaxConnectionsPerIP those from one client
+	// address (max.connections.per.ip; 0, the default, sets none, as in
+	// Kafka: clients behind one NAT or proxy share an address, and a
+	// limit that refuses them is hard to tell from an outage). A
+	// connection over either is accepted and closed at once.
+	KafkaMaxConnections      int
+	KafkaMaxConnectionsPerIP int
+	// KafkaQueuedMaxRequestBytes and KafkaQueuedMaxRequests bound, over
+	// every connection, the requests read and not yet taken by the node
+	// loop (queued.max.request.bytes, queued.max.requests): at the limit
+	// connections stop reading until the loop catches up. Kafka's
+	// default for the bytes is no limit; tide's, 256 MiB, holds two
+	// requests of the largest size with room to spare, while no stall of
+	// the node loop can make requests take more.
+	KafkaQueuedMaxRequestBytes int64
+	KafkaQueuedMaxRequests     int
+	// KafkaMaxRequestBytes (socket.request.max.bytes), KafkaMaxFetchBytes
+	// (fetch.max.bytes), KafkaMaxTopicsPerRequest and
+	// KafkaMaxPartitionsPerRequest are wire's limits (wire.Config).
+	KafkaMaxRequestBytes         int
+	KafkaMaxFetchBytes           int32
+	KafkaMaxTopicsPerRequest     int
+	KafkaMaxPartitionsPerRequest int
 	// MaxFrameBytes bounds one frame on the controller listener; QueueLength
 	// bounds each connection's send queue.
 	MaxFrameBytes int
@@ -140,25 +167,102 @@ func (c Config) withDefaults() Config {
 	if c.KafkaListen == "" {
 		c.KafkaListen = c.KafkaListeners[c.ID]
 	}
-	if c.KafkaIdleTimeout == 0 {
-		c.KafkaIdleTimeout = 10 * time.Minute // Kafka's connections.max.idle.ms
-	}
-	if c.KafkaMaxInFlight == 0 {
-		c.KafkaMaxInFlight = 100
-	}
 	if c.DefaultPartitions == 0 {
 		c.DefaultPartitions = 1 // Kafka's num.partitions
 	}
 	if c.DefaultReplicationFactor == 0 {
 		c.DefaultReplicationFactor = 1 // Kafka's default.replication.factor
 	}
-	if c.KafkaMaxConnections == 0 {
-		c.KafkaMaxConnections = 1000
-	}
+	c = c.withKafkaDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	return c
+}
+
+// Defaults for the Kafka listener's limits, Kafka's where Kafka has one.
+const (
+	DefaultKafkaIdleTimeout           = 10 * time.Minute // Kafka's connections.max.idle.ms
+	DefaultKafkaMaxInFlight           = 100              // per connection; Kafka reads one request at a time
+	DefaultKafkaMaxConnections        = 1000             // max.connections is unlimited in Kafka
+	DefaultKafkaQueuedMaxRequestBytes = 256 << 20        // queued.max.request.bytes is unlimited in Kafka
+	DefaultKafkaQueuedMaxRequests     = 500              // Kafka's queued.max.requests
+	DefaultKafkaRequestBodyTimeout    = 30 * time.Second // per MiB of a body; Kafka has none
+)
+
+func (c Config) withKafkaDefaults() Config {
+	wireDefaults := wire.DefaultConfig()
+	if c.KafkaIdleTimeout == 0 {
+		c.KafkaIdleTimeout = DefaultKafkaIdleTimeout
+	}
+	if c.KafkaMaxInFlight == 0 {
+		c.KafkaMaxInFlight = DefaultKafkaMaxInFlight
+	}
+	if c.KafkaRequestBodyTimeout == 0 {
+		c.KafkaRequestBodyTimeout = DefaultKafkaRequestBodyTimeout
+	}
+	if c.KafkaMaxConnections == 0 {
+		c.KafkaMaxConnections = DefaultKafkaMaxConnections
+	}
+	if c.KafkaQueuedMaxRequestBytes == 0 {
+		c.KafkaQueuedMaxRequestBytes = DefaultKafkaQueuedMaxRequestBytes
+	}
+	if c.KafkaQueuedMaxRequests == 0 {
+		c.KafkaQueuedMaxRequests = DefaultKafkaQueuedMaxRequests
+	}
+	if c.KafkaMaxRequestBytes == 0 {
+		c.KafkaMaxRequestBytes = wireDefaults.MaxRequestBytes
+	}
+	if c.KafkaMaxFetchBytes == 0 {
+		c.KafkaMaxFetchBytes = wireDefaults.MaxFetchBytes
+	}
+	if c.KafkaMaxTopicsPerRequest == 0 {
+		c.KafkaMaxTopicsPerRequest = wireDefaults.MaxTopicsPerRequest
+	}
+	if c.KafkaMaxPartitionsPerRequest == 0 {
+		c.KafkaMaxPartitionsPerRequest = wireDefaults.MaxPartitionsPerRequest
+	}
+	return c
+}
+
+// wireConfig is the wire Handler's configuration: its limits and the tick.
+func (c Config) wireConfig() wire.Config {
+	return wire.Config{MaxRequestBytes: c.KafkaMaxRequestBytes, MaxTopicsPerRequest: c.KafkaMaxTopicsPerRequest,
+		MaxPartitionsPerRequest: c.KafkaMaxPartitionsPerRequest, MaxFetchBytes: c.KafkaMaxFetchBytes, Tick: c.Tick}
+}
+
+// validateKafkaLimits checks the Kafka listener's limits, naming each by
+// its Kafka setting.
+func (c Config) validateKafkaLimits() error {
+	switch {
+	case c.KafkaMaxInFlight < 1:
+		return fmt.Errorf("tide.max.in.flight.requests.per.connection %d: want at least 1", c.KafkaMaxInFlight)
+	case c.KafkaMaxConnections < 1:
+		return fmt.Errorf("max.connections %d: want at least 1", c.KafkaMaxConnections)
+	case c.KafkaMaxConnectionsPerIP < 0:
+		return fmt.Errorf("max.connections.per.ip %d: want 0 (no limit) or more", c.KafkaMaxConnectionsPerIP)
+	case c.KafkaIdleTimeout < time.Second:
+		return fmt.Errorf("connections.max.idle.ms %s: want at least a second", c.KafkaIdleTimeout)
+	case c.KafkaRequestBodyTimeout < time.Second:
+		return fmt.Errorf("tide.request.body.timeout.ms %s: want at least a second", c.KafkaRequestBodyTimeout)
+	case c.KafkaQueuedMaxRequests < 1:
+		return fmt.Errorf("queued.max.requests %d: want at least 1", c.KafkaQueuedMaxRequests)
+	case c.KafkaQueuedMaxRequestBytes < int64(c.KafkaMaxRequestBytes):
+		// A request the queue can never hold would wait for room forever;
+		// it is refused instead, but a setting that refuses requests the
+		// broker otherwise accepts is a mistake.
+		return fmt.Errorf("queued.max.request.bytes %d: want at least socket.request.max.bytes (%d)", c.KafkaQueuedMaxRequestBytes, c.KafkaMaxRequestBytes)
+	case c.KafkaMaxFetchBytes < 1:
+		return fmt.Errorf("fetch.max.bytes %d: want at least 1", c.KafkaMaxFetchBytes)
+	case c.KafkaMaxTopicsPerRequest < 1 || c.KafkaMaxPartitionsPerRequest < c.KafkaMaxTopicsPerRequest:
+		return fmt.Errorf("tide.max.topics.per.request %d and tide.max.partitions.per.request %d: want at least 1 topic, and at least as many partitions as topics",
+			c.KafkaMaxTopicsPerRequest, c.KafkaMaxPartitionsPerRequest)
+	}
+	if err := c.wireConfig().Validate(); err != nil {
+		// What is left is socket.request.max.bytes's range.
+		return fmt.Errorf("socket.request.max.bytes %d: %w", c.KafkaMaxRequestBytes, err)
+	}
+	return nil
 }
 
 // maxDefaultPartitions bounds DefaultPartitions: a topic's default may not
@@ -181,8 +285,6 @@ func (c Config) Validate() error {
 		return errors.New("no Kafka listener: give --kafka-listen host:port, or this node's entry in --kafka-listeners")
 	case unroutable(c.KafkaListen) && unroutable(c.KafkaListeners[c.ID]):
 		return fmt.Errorf("--kafka-listen %s binds every interface, which no client can dial: say where clients reach this broker with --kafka-listeners %d@host:port (Kafka's advertised.listeners)", c.KafkaListen, c.ID)
-	case c.KafkaMaxInFlight < 1 || c.KafkaMaxConnections < 1 || c.KafkaIdleTimeout < time.Second:
-		return errors.New("kafka connections need at least one request in flight, one connection and an idle timeout of a second")
 	case c.DefaultPartitions < 1 || c.DefaultPartitions > maxDefaultPartitions:
 		return fmt.Errorf("default partitions %d: want 1 to %d, what one CreateTopics may create", c.DefaultPartitions, maxDefaultPartitions)
 	case c.DefaultReplicationFactor < 1 || c.DefaultReplicationFactor > math.MaxInt16:
@@ -194,7 +296,7 @@ func (c Config) Validate() error {
 	case c.MaxFrameBytes < 1<<20 || c.QueueLength < 16:
 		return errors.New("frames of at least 1 MiB and queues of at least 16")
 	}
-	return nil
+	return c.validateKafkaLimits()
 }
 
 // unroutable reports an address a broker could not advertise: none, a

@@ -1,10 +1,11 @@
 package server
 
 import (
-	"context"
 	"crypto/rand"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 
 	"github.com/tidelog/tide/internal/wire"
@@ -15,18 +16,29 @@ import (
 // it with the front end (internal/frontend) and hands the answer back.
 type kafkaListener struct {
 	listener net.Listener
-	// advertised is this broker's Kafka address for Metadata.
+	// advertised is this broker's Kafka address for Metadata; wire the
+	// protocol handler's configuration, which the front end takes.
 	advertised string
 	wire       wire.Config
-	limits     kafkaLimits
-	// conns are the open connections, closed when the node stops; slots
-	// holds a token per connection, bounding them to KafkaMaxConnections.
+	// shared is what every connection shares, the request queue among it.
+	shared *kafkaShared
+	// maxConnections and maxConnectionsPerIP are max.connections and
+	// max.connections.per.ip (0: no limit per address).
+	maxConnections      int
+	maxConnectionsPerIP int
+	// refusedConnections and acceptFailed are sampled: a client that
+	// reconnects in a loop, or a listener out of descriptors, would
+	// otherwise write a line per try.
+	refusedConnections *sampledLog
+	acceptFailed       *sampledLog
+	// conns are the open connections, closed when the node stops, and
+	// perIP counts them by client address.
 	mu    sync.Mutex
 	conns map[*kafkaConn]struct{}
+	perIP map[netip.Addr]int
 	// closed is set once the node stopped: a connection accepted after
 	// closeKafka went through conns is closed at once.
 	closed bool
-	slots  chan struct{}
 }
 
 func (s *Server) openKafka() error {
@@ -41,57 +53,34 @@ func (s *Server) openKafka() error {
 	if advertised == "" {
 		advertised = listener.Addr().String()
 	}
-	wireConfig := wire.DefaultConfig()
-	wireConfig.Tick = s.config.Tick
+	wireConfig := s.config.wireConfig()
 	wireConfig.Random = rand.Reader
 	if err := wireConfig.Validate(); err != nil {
 		listener.Close()
 		return err
 	}
-	s.kafka = &kafkaListener{listener: listener, advertised: advertised, wire: wireConfig,
-		limits: kafkaLimits{MaxRequestBytes: wireConfig.MaxRequestBytes, MaxInFlight: s.config.KafkaMaxInFlight, IdleTimeout: s.config.KafkaIdleTimeout},
-		conns:  map[*kafkaConn]struct{}{}, slots: make(chan struct{}, s.config.KafkaMaxConnections)}
+	s.kafka = s.newKafkaListener(listener, advertised, wireConfig)
 	return nil
+}
+
+func (s *Server) newKafkaListener(listener net.Listener, advertised string, wireConfig wire.Config) *kafkaListener {
+	c := s.config
+	shared := &kafkaShared{
+		limits: kafkaLimits{MaxRequestBytes: c.KafkaMaxRequestBytes, MaxInFlight: c.KafkaMaxInFlight,
+			IdleTimeout: c.KafkaIdleTimeout, BodyTimeout: c.KafkaRequestBodyTimeout},
+		queue:  newRequestQueue(c.KafkaQueuedMaxRequestBytes, c.KafkaQueuedMaxRequests),
+		handle: s.postKafka, log: s.log,
+		refused: newSampledLog(s.log, slog.LevelWarn, "kafka request refused, closing the connection"),
+	}
+	return &kafkaListener{listener: listener, advertised: advertised, wire: wireConfig, shared: shared,
+		maxConnections: c.KafkaMaxConnections, maxConnectionsPerIP: c.KafkaMaxConnectionsPerIP,
+		refusedConnections: newSampledLog(s.log, slog.LevelWarn, "kafka connection refused"),
+		acceptFailed:       newSampledLog(s.log, slog.LevelError, "kafka accept failed, retrying"),
+		conns:              map[*kafkaConn]struct{}{}, perIP: map[netip.Addr]int{}}
 }
 
 // KafkaAddr is the Kafka listener's address.
 func (s *Server) KafkaAddr() string { return s.kafka.listener.Addr().String() }
-
-// acceptKafka serves the Kafka listener until ctx ends. Past
-// KafkaMaxConnections it stops accepting until a connection closes.
-func (s *Server) acceptKafka(ctx context.Context) {
-	k := s.kafka
-	for {
-		select {
-		case k.slots <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		c, err := k.listener.Accept()
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Error("kafka accept failed", "error", err)
-			}
-			return
-		}
-		cn := newKafkaConn(c, k.limits, s.postKafka, s.log)
-		k.mu.Lock()
-		if k.closed {
-			k.mu.Unlock()
-			c.Close()
-			return
-		}
-		k.conns[cn] = struct{}{}
-		k.mu.Unlock()
-		go func() {
-			cn.serve()
-			k.mu.Lock()
-			delete(k.conns, cn)
-			k.mu.Unlock()
-			<-k.slots
-		}()
-	}
-}
 
 // postKafka hands a request to the node loop. If the node stops first the
 // request is answered with nothing, and the connection closes with it.
@@ -99,7 +88,17 @@ func (s *Server) postKafka(request []byte, answer func(wire.Response, error)) {
 	select {
 	case s.inbox <- event{kind: eventKafkaRequest, payload: request, answer: answer}:
 	case <-s.stopped:
+		s.kafka.shared.queue.release(int64(len(request)))
 	}
+}
+
+// handleKafka serves one request on the node loop, then gives its room in
+// the request queue back: the loop has taken it, and what the request
+// still holds (a produce's records until they are appended, the answer)
+// is bounded by the cores' own limits.
+func (s *Server) handleKafka(e event) {
+	s.frontend.HandleKafka(e.payload, e.answer)
+	s.kafka.shared.queue.release(int64(len(e.payload)))
 }
 
 // closeKafka stops the listener and closes every connection.

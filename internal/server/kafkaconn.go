@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -27,6 +28,29 @@ type kafkaLimits struct {
 	// IdleTimeout closes a connection that sends no request for that long
 	// (connections.max.idle.ms).
 	IdleTimeout time.Duration
+	// BodyTimeout bounds the wait for each requestBodyPieceBytes of a
+	// request's body. A body holds its whole size of room in the request
+	// queue from its size prefix on, so a client that sends a large size
+	// and then nothing would otherwise hold that room, and hold back every
+	// other connection, for the idle timeout.
+	BodyTimeout time.Duration
+}
+
+// requestBodyPieceBytes is how much of a body must arrive within each
+// BodyTimeout: 1 MiB in 30 s (the default) is 35 KB/s, far below any link
+// a client sends large requests over.
+const requestBodyPieceBytes = 1 << 20
+
+// kafkaShared is what every connection of a listener shares: the limits,
+// the broker-wide request queue, who serves the requests, and the logs.
+type kafkaShared struct {
+	limits kafkaLimits
+	queue  *requestQueue
+	handle kafkaHandle
+	log    *slog.Logger
+	// refused logs requests refused for what the client sent (too large,
+	// undecodable), sampled: a hostile client can send thousands a second.
+	refused *sampledLog
 }
 
 // requestReadAheadBytes is how much of a request body is allocated before
@@ -39,7 +63,9 @@ const requestReadAheadBytes = 1 << 20
 // kafkaHandle hands one request to whoever serves it (the node loop). The
 // answer callback may be called from any goroutine, exactly once, with the
 // response (nil for none: an acks=0 produce) or an error that closes the
-// connection. It must not block: it is called on the node loop.
+// connection. It must not block: it is called on the node loop. The
+// request holds len(request) bytes of room in the requestQueue, which the
+// kafkaHandle now owns and must release once the request is taken.
 type kafkaHandle func(request []byte, answer func(response wire.Response, err error))
 
 // pendingResponse is one request's place in its connection's response
@@ -58,9 +84,11 @@ type pendingResponse struct {
 // the order is the protocol's, not an optimisation.
 type kafkaConn struct {
 	c      net.Conn
+	shared *kafkaShared
 	limits kafkaLimits
-	handle kafkaHandle
 	log    *slog.Logger
+	// address is the client's IP, counted in max.connections.per.ip.
+	address netip.Addr
 	// slots holds one token per request in flight: the reader puts one in
 	// before it hands a request on, blocking when MaxInFlight are there,
 	// and the writer takes it out once the response is written.
@@ -71,8 +99,9 @@ type kafkaConn struct {
 	closing sync.Once
 }
 
-func newKafkaConn(c net.Conn, limits kafkaLimits, handle kafkaHandle, log *slog.Logger) *kafkaConn {
-	return &kafkaConn{c: c, limits: limits, handle: handle, log: log.With("client", c.RemoteAddr().String()),
+func newKafkaConn(c net.Conn, shared *kafkaShared) *kafkaConn {
+	limits := shared.limits
+	return &kafkaConn{c: c, shared: shared, limits: limits, log: shared.log.With("client", c.RemoteAddr().String()),
 		slots: make(chan struct{}, limits.MaxInFlight), order: make(chan *pendingResponse, limits.MaxInFlight),
 		done: make(chan struct{})}
 }
@@ -91,14 +120,26 @@ func (k *kafkaConn) serve() {
 		}
 		request, err := k.readRequest()
 		if err != nil {
-			if !k.closed() && !errors.Is(err, io.EOF) {
-				k.log.Debug("kafka connection closed", "error", err)
-			}
+			k.readFailed(err)
 			return
 		}
 		pending := &pendingResponse{ready: make(chan struct{})}
 		k.order <- pending // never blocks: it has as many places as slots
-		k.handle(request, pending.answer)
+		k.shared.handle(request, pending.answer)
+	}
+}
+
+// readFailed logs why the reader stopped: a refused request as a sampled
+// warning (the client sent something no broker would read), anything
+// else (the client left, the idle timeout) at debug.
+func (k *kafkaConn) readFailed(err error) {
+	var refused requestTooLargeError
+	switch {
+	case k.closed() || errors.Is(err, io.EOF):
+	case errors.As(err, &refused):
+		k.shared.refused.Log("client", k.c.RemoteAddr().String(), "error", err)
+	default:
+		k.log.Debug("kafka connection closed", "error", err)
 	}
 }
 
@@ -109,30 +150,60 @@ func (p *pendingResponse) answer(response wire.Response, err error) {
 	close(p.ready)
 }
 
+// errConnectionClosed ends a read that was waiting for room in the
+// request queue when the connection closed.
+var errConnectionClosed = errors.New("connection closed")
+
 // readRequest reads one size-prefixed request, with the idle timeout on
-// its first byte and on the rest.
+// its first byte and BodyTimeout on each piece of its body. Between the
+// two it waits for room in the request queue: the body is read only once
+// its bytes fit, and the request returned holds that room.
 func (k *kafkaConn) readRequest() ([]byte, error) {
 	k.c.SetReadDeadline(time.Now().Add(k.limits.IdleTimeout))
 	var prefix [4]byte
 	if _, err := io.ReadFull(k.c, prefix[:]); err != nil {
 		return nil, err
 	}
-	size := int32(binary.BigEndian.Uint32(prefix[:]))
-	if size < 0 || int(size) > k.limits.MaxRequestBytes {
-		return nil, fmt.Errorf("request of %d bytes, limit %d", size, k.limits.MaxRequestBytes)
+	size := int64(int32(binary.BigEndian.Uint32(prefix[:])))
+	if size < 0 || size > int64(k.limits.MaxRequestBytes) {
+		return nil, requestTooLargeError{size: size, limit: int64(k.limits.MaxRequestBytes), setting: "socket.request.max.bytes"}
 	}
-	body := make([]byte, min(int(size), requestReadAheadBytes))
-	read := 0
-	for {
-		if _, err := io.ReadFull(k.c, body[read:]); err != nil {
+	reserved, err := k.shared.queue.reserve(size, k.done)
+	if err != nil {
+		return nil, err
+	}
+	if !reserved {
+		return nil, errConnectionClosed
+	}
+	body, err := k.readBody(int(size))
+	if err != nil {
+		k.shared.queue.release(size)
+		return nil, err
+	}
+	return body, nil
+}
+
+// readBody reads a request body of size bytes, each piece of it within
+// BodyTimeout (the deadline is set anew for each: the wait for room before
+// may have outlasted any earlier one).
+func (k *kafkaConn) readBody(size int) ([]byte, error) {
+	body := make([]byte, min(size, requestReadAheadBytes))
+	for read := 0; read < size; {
+		if read == len(body) {
+			// Exactly the size, not append's: its spare capacity (a
+			// sixth more) would be held past the room reserved for it.
+			grown := make([]byte, read+min(size-read, read))
+			copy(grown, body)
+			body = grown
+		}
+		end := min(len(body), read+requestBodyPieceBytes)
+		k.c.SetReadDeadline(time.Now().Add(k.limits.BodyTimeout))
+		if _, err := io.ReadFull(k.c, body[read:end]); err != nil {
 			return nil, fmt.Errorf("request body: %w", err)
 		}
-		read = len(body)
-		if read == int(size) {
-			return body, nil
-		}
-		body = append(body, make([]byte, min(int(size)-read, read))...)
+		read = end
 	}
+	return body, nil
 }
 
 // writeLoop writes the responses in request order; an error answer closes
@@ -152,7 +223,7 @@ func (k *kafkaConn) writeLoop() {
 			return
 		}
 		if pending.err != nil {
-			k.log.Info("closing a kafka connection", "error", pending.err)
+			k.shared.refused.Log("client", k.c.RemoteAddr().String(), "error", pending.err)
 			return
 		}
 		if pending.response.Bytes != nil { // nil for acks=0: no response

@@ -13,8 +13,17 @@ import (
 )
 
 // testConn serves one kafkaConn over a loopback pair with handle, and
-// returns the client's end.
+// returns the client's end. Each request's room in the request queue (as
+// large as MaxInFlight maximal requests) is released once handle has it.
 func testConn(t *testing.T, limits kafkaLimits, handleBytes func(request []byte, answer func([]byte, error))) net.Conn {
+	t.Helper()
+	queue := newRequestQueue(int64(limits.MaxInFlight)*int64(limits.MaxRequestBytes), limits.MaxInFlight)
+	return testConnQueue(t, limits, queue, handleBytes)
+}
+
+// testConnQueue is testConn with the request queue given; handle then
+// releases the request's room when it is called.
+func testConnQueue(t *testing.T, limits kafkaLimits, queue *requestQueue, handleBytes func(request []byte, answer func([]byte, error))) net.Conn {
 	t.Helper()
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -31,13 +40,17 @@ func testConn(t *testing.T, limits kafkaLimits, handleBytes func(request []byte,
 	}
 	t.Cleanup(func() { client.Close(); server.Close() })
 	handle := func(request []byte, answer func(wire.Response, error)) {
+		queue.release(int64(len(request)))
 		handleBytes(request, func(response []byte, err error) { answer(wire.Response{Bytes: response}, err) })
 	}
-	go newKafkaConn(server, limits, handle, slog.New(slog.DiscardHandler)).serve()
+	log := slog.New(slog.DiscardHandler)
+	shared := &kafkaShared{limits: limits, queue: queue, handle: handle, log: log,
+		refused: newSampledLog(log, slog.LevelWarn, "refused")}
+	go newKafkaConn(server, shared).serve()
 	return client
 }
 
-var testLimits = kafkaLimits{MaxRequestBytes: 1 << 10, MaxInFlight: 8, IdleTimeout: 5 * time.Second}
+var testLimits = kafkaLimits{MaxRequestBytes: 1 << 10, MaxInFlight: 8, IdleTimeout: 5 * time.Second, BodyTimeout: 5 * time.Second}
 
 func sendRequest(t *testing.T, c net.Conn, body []byte) {
 	t.Helper()
@@ -192,7 +205,7 @@ func TestKafkaConnIdleTimeout(t *testing.T) {
 // Requests of every size, around the read-ahead and past it, arrive whole.
 func TestKafkaConnReadsRequestsOfAnySize(t *testing.T) {
 	arrived := make(chan []byte, 1)
-	c := testConn(t, kafkaLimits{MaxRequestBytes: 8 << 20, MaxInFlight: 4, IdleTimeout: 10 * time.Second}, func(request []byte, answer func([]byte, error)) {
+	c := testConn(t, kafkaLimits{MaxRequestBytes: 8 << 20, MaxInFlight: 4, IdleTimeout: 10 * time.Second, BodyTimeout: 10 * time.Second}, func(request []byte, answer func([]byte, error)) {
 		arrived <- request
 		answer([]byte("ok"), nil)
 	})

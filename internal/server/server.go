@@ -342,7 +342,7 @@ func (s *Server) handle(e event) {
 	case eventFrame:
 		s.handleFrame(e)
 	case eventKafkaRequest:
-		s.frontend.HandleKafka(e.payload, e.answer)
+		s.handleKafka(e)
 	case eventFetcherUp, eventFetcherDown, eventFetcherResponse:
 		s.handleFetcherEvent(e)
 	}
