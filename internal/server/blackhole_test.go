@@ -500,7 +500,6 @@ func TestBlackholedLeaderIsReplacedAndCommits(t *testing.T) {
 	}
 	victim, partition := pickVictim(t, c, initial[:])
 	survivors := slices.DeleteFunc(slices.Clone(all), func(id metadata.BrokerID) bool { return id == victim })
-	survivorSeeds := []string{c.kafka[survivors[0]], c.kafka[survivors[1]]}
 
 	producer := startSpreadProducer(t, "first", seeds, topic, partitions, kgo.MetadataMinAge(250*time.Millisecond))
 	producer.waitAcked(t, "before the isolation", 200, 30*time.Second)
@@ -513,12 +512,17 @@ func TestBlackholedLeaderIsReplacedAndCommits(t *testing.T) {
 			return v.leader > 0 && v.leader != victim && v.leaderEpoch > initial[partition].leaderEpoch && !slices.Contains(v.isr, victim)
 		})
 	t.Logf("broker %d leads in epoch %d with ISR %v, %s after the isolation", moved.leader, moved.leaderEpoch, moved.isr, movedAfter.Round(time.Millisecond))
+	// The fresh producer must have nothing to send to the isolated broker:
+	// its first request (Metadata, then InitProducerId to any broker it
+	// knows) goes wherever its seeds' metadata says, so both survivors
+	// must have it fenced (Metadata lists unfenced brokers only).
+	c.waitFor(fmt.Sprintf("broker %d fenced on both survivors", victim), 10*time.Second, survivors, brokerFenced(victim, true))
 	before, err := c.partitionStatus(moved.leader, topic, partition)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bound := testSessionTimeout + testElectionTimeout + 2*time.Second
-	fresh := produceFresh(t, survivorSeeds, topic, partition, 200, isolated, bound)
+	fresh := produceFresh(t, c, survivors, victim, topic, partition, 200, isolated, bound)
 	t.Logf("a fresh producer's first acks=all write on %s-%d committed %s after the isolation (bound %s), %d in all at offsets %d..%d",
 		topic, partition, fresh.firstAck.Sub(isolated).Round(time.Millisecond), bound, len(fresh.acked), fresh.lowest, fresh.highest)
 	after, err := c.partitionStatus(moved.leader, topic, partition)
@@ -591,10 +595,12 @@ type freshProduce struct {
 // gives up a record it sent without an answer that settles it (a
 // REQUEST_TIMED_OUT does not), so the client is closed at the deadline to
 // end the wait.
-func produceFresh(t *testing.T, seeds []string, topic string, partition int32, count int, since time.Time, bound time.Duration) freshProduce {
+func produceFresh(t *testing.T, c *processCluster, survivors []metadata.BrokerID, victim metadata.BrokerID, topic string, partition int32, count int,
+	since time.Time, bound time.Duration) freshProduce {
 	t.Helper()
-	client, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	writes := &writesTo{broker: int32(victim)}
+	client, err := kgo.NewClient(kgo.SeedBrokers(c.kafka[survivors[0]], c.kafka[survivors[1]]), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.WithHooks(writes))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,8 +613,13 @@ func produceFresh(t *testing.T, seeds []string, topic string, partition int32, c
 		r, err := client.ProduceSync(context.Background(), &kgo.Record{Partition: partition, Value: []byte(value)}).First()
 		switch {
 		case err != nil && i == 0:
+			for _, id := range survivors {
+				status, err := c.partitionStatus(id, topic, partition)
+				t.Logf("broker %d: %+v %v", id, status, err)
+			}
 			t.Fatalf("a fresh producer's first acks=all write to %s-%d was not acknowledged within %s of the isolation "+
-				"(the session timeout %s, an election %s, and 2 s): %v", topic, partition, bound, testSessionTimeout, testElectionTimeout, err)
+				"(the session timeout %s, an election %s, and 2 s): %v; requests it wrote to the isolated broker: %v",
+				topic, partition, bound, testSessionTimeout, testElectionTimeout, err, writes.keys())
 		case err != nil:
 			t.Fatalf("a fresh producer's record %d to %s-%d: %v", i, topic, partition, err)
 		case i == 0:
@@ -617,5 +628,30 @@ func produceFresh(t *testing.T, seeds []string, topic string, partition int32, c
 		}
 		result.acked[value], result.highest = r.Offset, r.Offset
 	}
+	if keys := writes.keys(); len(keys) > 0 {
+		t.Fatalf("the fresh producer wrote requests %v to the isolated broker %d", keys, victim)
+	}
 	return result
+}
+
+// writesTo is a kgo hook that records the keys of the requests a client
+// writes to one broker.
+type writesTo struct {
+	broker int32
+	mu     sync.Mutex
+	sent   []int16
+}
+
+func (w *writesTo) OnBrokerWrite(meta kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, _ error) {
+	if meta.NodeID == w.broker {
+		w.mu.Lock()
+		w.sent = append(w.sent, key)
+		w.mu.Unlock()
+	}
+}
+
+func (w *writesTo) keys() []int16 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.sent)
 }
