@@ -106,7 +106,29 @@ func newBlackholes(t *testing.T) *blackholes {
 	}
 	sweepTestRules(t)
 	t.Cleanup(b.removeAll)
+	b.probe()
 	return b
+}
+
+// probe skips the test when this kernel or iptables lacks a match or
+// target the isolation needs (owner, connmark, CONNMARK), as in a
+// container without them: it adds and removes one rule of each kind, for
+// a uid no node runs as.
+func (b *blackholes) probe() {
+	b.t.Helper()
+	mark := strconv.FormatUint(uint64(b.baseUID), 10)
+	rules := []iptablesRule{
+		{table: "mangle", chain: "OUTPUT", match: []string{"-o", "lo", "-m", "owner", "--uid-owner", mark}, target: []string{"-j", "CONNMARK", "--set-mark", mark}},
+		{table: "filter", chain: "INPUT", match: []string{"-i", "lo", "-m", "connmark", "--mark", mark}, target: []string{"-j", "DROP"}},
+	}
+	for _, rule := range rules {
+		if out, err := exec.Command("iptables", rule.command("-I", b.tag)...).CombinedOutput(); err != nil {
+			b.t.Skipf("iptables cannot isolate a node here: %s: %v: %s", strings.Join(rule.command("-I", b.tag), " "), err, out)
+		}
+		if out, err := exec.Command("iptables", rule.command("-D", b.tag)...).CombinedOutput(); err != nil {
+			b.t.Fatalf("removing the probe rule %s: %v: %s", strings.Join(rule.command("-D", b.tag), " "), err, out)
+		}
+	}
 }
 
 // sweepTestRules removes tide-test-<pid> rules whose test binary is no
