@@ -30,6 +30,9 @@ type processCluster struct {
 	dirs      map[metadata.BrokerID]string
 	processes map[metadata.BrokerID]*exec.Cmd
 	logs      map[metadata.BrokerID]*os.File
+	// prepare, when set, is called with each node's command before it
+	// starts (blackhole_test.go runs every node under a uid of its own).
+	prepare func(c *processCluster, id metadata.BrokerID, cmd *exec.Cmd)
 }
 
 // buildTide builds the tide binary once for the test.
@@ -48,8 +51,14 @@ func buildTide(t *testing.T) string {
 func freePort(t testing.TB) string { return testport.Free(t) }
 
 func newProcessCluster(t *testing.T, size int) *processCluster {
+	return newPreparedProcessCluster(t, size, nil)
+}
+
+// newPreparedProcessCluster is newProcessCluster with prepare called on
+// each node's command before it starts.
+func newPreparedProcessCluster(t *testing.T, size int, prepare func(*processCluster, metadata.BrokerID, *exec.Cmd)) *processCluster {
 	c := &processCluster{t: t, binary: buildTide(t), controllers: map[metadata.BrokerID]string{}, kafka: map[metadata.BrokerID]string{},
-		dirs: map[metadata.BrokerID]string{}, processes: map[metadata.BrokerID]*exec.Cmd{}, logs: map[metadata.BrokerID]*os.File{}}
+		dirs: map[metadata.BrokerID]string{}, processes: map[metadata.BrokerID]*exec.Cmd{}, logs: map[metadata.BrokerID]*os.File{}, prepare: prepare}
 	var voters []string
 	for id := metadata.BrokerID(1); int(id) <= size; id++ {
 		c.controllers[id], c.kafka[id] = freePort(t), freePort(t)
@@ -73,6 +82,9 @@ func (c *processCluster) start(id metadata.BrokerID) {
 		"--kafka-listen", c.kafka[id],
 		"--session-timeout", "2s", "--heartbeat-interval", "200ms", "--election-timeout", "1s")
 	cmd.Stdout, cmd.Stderr = log, log
+	if c.prepare != nil {
+		c.prepare(c, id, cmd)
+	}
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
