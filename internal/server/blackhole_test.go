@@ -528,34 +528,7 @@ func TestBlackholedLeaderIsReplacedAndCommits(t *testing.T) {
 	holes.isolate(c, victim)
 	isolated := time.Now()
 	t.Logf("broker %d (leader of %s-%d in epoch %d) blackholed", victim, topic, partition, initial[partition].leaderEpoch)
-
-	moved, movedAfter := c.waitPartitionView("a new leader from the survivors, the isolated broker out of the ISR", survivors[0], topic, partition,
-		20*time.Second, func(v partitionView) bool {
-			return v.leader > 0 && v.leader != victim && v.leaderEpoch > initial[partition].leaderEpoch && !slices.Contains(v.isr, victim)
-		})
-	t.Logf("broker %d leads in epoch %d with ISR %v, %s after the isolation", moved.leader, moved.leaderEpoch, moved.isr, movedAfter.Round(time.Millisecond))
-	// The fresh producer must have nothing to send to the isolated broker:
-	// its first request (Metadata, then InitProducerId to any broker it
-	// knows) goes wherever its seeds' metadata says, so both survivors
-	// must have it fenced (Metadata lists unfenced brokers only).
-	c.waitFor(fmt.Sprintf("broker %d fenced on both survivors", victim), 10*time.Second, survivors, brokerFenced(victim, true))
-	before, err := c.partitionStatus(moved.leader, topic, partition)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bound := testSessionTimeout + testElectionTimeout + 2*time.Second
-	fresh := produceFresh(t, c, survivors, victim, topic, partition, 200, isolated, bound)
-	t.Logf("a fresh producer's first acks=all write on %s-%d committed %s after the isolation (bound %s), %d in all at offsets %d..%d",
-		topic, partition, fresh.firstAck.Sub(isolated).Round(time.Millisecond), bound, len(fresh.acked), fresh.lowest, fresh.highest)
-	after, err := c.partitionStatus(moved.leader, topic, partition)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after.HighWatermark <= before.HighWatermark || after.HighWatermark <= fresh.highest {
-		t.Fatalf("the new leader's high watermark went from %d to %d with writes acknowledged up to offset %d", before.HighWatermark, after.HighWatermark, fresh.highest)
-	}
-	t.Logf("the new leader's high watermark went %d -> %d while broker %d was isolated (%s in)", before.HighWatermark, after.HighWatermark, victim,
-		time.Since(isolated).Round(time.Millisecond))
+	fresh := checkNewLeaderCommits(t, c, victim, survivors, topic, partition, initial[partition], isolated)
 
 	// Keep the isolation on long enough to see the first producer's wait,
 	// as the operator did (6 to 10 s), then heal.
@@ -586,6 +559,43 @@ func TestBlackholedLeaderIsReplacedAndCommits(t *testing.T) {
 		c.waitReplicasAgree(topic, p, end, 20*time.Second, all...)
 		t.Logf("%s-%d: %d acknowledged records read back once each at their offsets, %d in the log, three replicas agree", topic, p, len(acked), end)
 	}
+}
+
+// checkNewLeaderCommits checks, while victim is isolated, that a survivor
+// leads the partition in a newer epoch without victim in its ISR, and that
+// a fresh producer gets acks=all writes committed on it within the
+// session timeout plus an election (and 2 s of margin) of the isolation.
+func checkNewLeaderCommits(t *testing.T, c *processCluster, victim metadata.BrokerID, survivors []metadata.BrokerID, topic string, partition int32,
+	initial partitionView, isolated time.Time) freshProduce {
+	t.Helper()
+	moved, movedAfter := c.waitPartitionView("a new leader from the survivors, the isolated broker out of the ISR", survivors[0], topic, partition,
+		20*time.Second, func(v partitionView) bool {
+			return v.leader > 0 && v.leader != victim && v.leaderEpoch > initial.leaderEpoch && !slices.Contains(v.isr, victim)
+		})
+	t.Logf("broker %d leads in epoch %d with ISR %v, %s after the isolation", moved.leader, moved.leaderEpoch, moved.isr, movedAfter.Round(time.Millisecond))
+	// The fresh producer must have nothing to send to the isolated broker:
+	// its first request (Metadata, then InitProducerId to any broker it
+	// knows) goes wherever its seeds' metadata says, so both survivors
+	// must have it fenced (Metadata lists unfenced brokers only).
+	c.waitFor(fmt.Sprintf("broker %d fenced on both survivors", victim), 10*time.Second, survivors, brokerFenced(victim, true))
+	before, err := c.partitionStatus(moved.leader, topic, partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := testSessionTimeout + testElectionTimeout + 2*time.Second
+	fresh := produceFresh(t, c, survivors, victim, topic, partition, 200, isolated, bound)
+	t.Logf("a fresh producer's first acks=all write on %s-%d committed %s after the isolation (bound %s), %d in all at offsets %d..%d",
+		topic, partition, fresh.firstAck.Sub(isolated).Round(time.Millisecond), bound, len(fresh.acked), fresh.lowest, fresh.highest)
+	after, err := c.partitionStatus(moved.leader, topic, partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.HighWatermark <= before.HighWatermark || after.HighWatermark <= fresh.highest {
+		t.Fatalf("the new leader's high watermark went from %d to %d with writes acknowledged up to offset %d", before.HighWatermark, after.HighWatermark, fresh.highest)
+	}
+	t.Logf("the new leader's high watermark went %d -> %d while broker %d was isolated (%s in)", before.HighWatermark, after.HighWatermark, victim,
+		time.Since(isolated).Round(time.Millisecond))
+	return fresh
 }
 
 // pickVictim chooses a broker that leads a partition and is not the
