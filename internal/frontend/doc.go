@@ -24,10 +24,9 @@
 // connections, connections to close.
 //
 // Who drives it: a runtime, from its one loop: internal/server (sockets,
-// the real clock and disk) today. A request travels runtime -> wire ->
-// front end -> broker -> replica and its answer comes back as a value;
-// each pass of the runtime's loop ends with broker.Node.SyncDirty and then
-// Flush. internal/sim is to drive it with the same calls in the same order
-// (simulated connections, a virtual clock, memfs); until that conversion
-// lands it drives the broker directly (docs/architecture.md, Status).
+// the real clock and disk) and internal/sim (simulated connections, a
+// virtual clock, memfs), with the same calls in the same order. A request
+// travels runtime -> wire -> front end -> broker -> replica and its answer
+// comes back as a value; a pass of the runtime's loop ends with
+// broker.Node.SyncDirty (when its disk completes syncs) and then Flush.
 package frontend

@@ -1,15 +1,17 @@
-// Package sim is tide's second runtime: whole clusters of real broker nodes
-// (internal/broker, over the real replication core and partition logs) in
-// one goroutine, with a virtual clock, a simulated network and crashable
-// in-memory disks, driven through fault schedules drawn from a seed. After
-// every step a checker tests the invariants of DESIGN.md section 3; a seed
-// reproduces a run exactly. docs/simulation.md describes the fault model.
+// Package sim is tide's second runtime: whole clusters of real brokers in
+// one goroutine, each the frontend.FrontEnd tide serve drives (the Kafka
+// front end, the lifecycle, the replica fetchers, over the real broker
+// node, replication core and partition logs), with a virtual clock, a
+// simulated network carrying Kafka's own bytes on connections that reset,
+// blackhole and delay, and crashable in-memory disks, driven through fault
+// schedules drawn from a seed. After every step a checker tests the
+// invariants of DESIGN.md section 3; a seed reproduces a run exactly.
+// docs/simulation.md describes the Kafka network and the fault model.
 //
-// It drives broker.Lifecycle and broker.Node directly, with value messages
-// (broker.ClientRequest, broker.PeerMessage, quorum requests and answers)
-// on its simulated network; it does not yet run the Kafka front end
-// (internal/frontend), wire or the replica fetcher (internal/fetcher) that
-// tide serve runs (docs/architecture.md, Status).
+// What it owns: time, the network and the disks, the workload's clients
+// and the faults; what it decides of Kafka behaviour: nothing, which is
+// the point. The controller protocol travels as tide's own values
+// (quorum requests and answers).
 package sim
 
 import (

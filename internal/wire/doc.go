@@ -7,8 +7,8 @@
 // Who drives it: the front end (internal/frontend), which owns the Handler,
 // is its Backend, and hands it every Kafka request a runtime reads off a
 // connection (frontend.FrontEnd.HandleKafka, which calls HandleSpliced).
-// internal/server's node loop drives the front end; the simulator does not
-// go through wire yet (docs/architecture.md, Status).
+// internal/server's node loop and the simulator (internal/sim) drive the
+// front end, with the same bytes.
 //
 // One file per API key, numbered by key (00_produce.go, 01_fetch.go, ...),
 // each opening with the versions it serves and the KIPs behind them, and
