@@ -87,7 +87,7 @@ func TestNodeStartsWithADamagedPartition(t *testing.T) {
 	}
 	batch := record.Build(record.BuildOptions{Records: []record.Record{{Value: []byte("a")}}})
 	node.HandleClient(ClientRequest{Client: 9, Partition: orders, Produce: &replica.ProduceRequest{ID: 1, Batches: batch, Acks: replica.AcksLeader, TimeoutTicks: 100}})
-	outbox := node.TakeOutbox()
+	outbox := pass(node)
 	if len(outbox.Clients) != 1 || outbox.Clients[0].Produce == nil || outbox.Clients[0].Produce.ErrorCode != 0 {
 		t.Fatalf("produce to the healthy partition: %+v", outbox.Clients)
 	}

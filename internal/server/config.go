@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -228,7 +229,8 @@ func (c Config) withKafkaDefaults() Config {
 // wireConfig is the wire Handler's configuration: its limits and the tick.
 func (c Config) wireConfig() wire.Config {
 	return wire.Config{MaxRequestBytes: c.KafkaMaxRequestBytes, MaxTopicsPerRequest: c.KafkaMaxTopicsPerRequest,
-		MaxPartitionsPerRequest: c.KafkaMaxPartitionsPerRequest, MaxFetchBytes: c.KafkaMaxFetchBytes, Tick: c.Tick}
+		MaxPartitionsPerRequest: c.KafkaMaxPartitionsPerRequest, MaxFetchBytes: c.KafkaMaxFetchBytes, Tick: c.Tick,
+		Random: rand.Reader}
 }
 
 // validateKafkaLimits checks the Kafka listener's limits, naming each by

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net"
@@ -54,7 +53,6 @@ func (s *Server) openKafka() error {
 		advertised = listener.Addr().String()
 	}
 	wireConfig := s.config.wireConfig()
-	wireConfig.Random = rand.Reader
 	if err := wireConfig.Validate(); err != nil {
 		listener.Close()
 		return err
