@@ -95,6 +95,9 @@ func TestValidateRefusesDecompressionBombs(t *testing.T) {
 // The default limit refuses a zstd bomb like issue 11's (a few KB inflating
 // to 2 GiB), without inflating it.
 func TestValidateRefusesTheIssue11ZstdBomb(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compresses and inflates 64 MiB; skipped with -short")
+	}
 	// 32 frames of 64 MiB of zeros each: zstd decoders read concatenated
 	// frames as one stream.
 	frame := recordtest.Compress(record.CompressionZstd, make([]byte, 64<<20))
