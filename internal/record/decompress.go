@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 
@@ -54,7 +55,7 @@ func decompress(codec Compression, data []byte, limit int) ([]byte, *Error) {
 	case CompressionLZ4:
 		reader := lz4.NewReader(bytes.NewReader(data))
 		if err = reader.Apply(lz4.ConcurrencyOption(1)); err == nil {
-			out, err = readBounded(reader, limit)
+			out, err = readBounded(reader, len(data), limit)
 		}
 	case CompressionZstd:
 		out, err = decompressZstd(data, limit)
@@ -73,13 +74,16 @@ func decompress(codec Compression, data []byte, limit int) ([]byte, *Error) {
 
 // errInflatesPastLimit says the records would pass the decompressed-size
 // limit; decompress turns it into an *Error.
-var errInflatesPastLimit = fmt.Errorf("records inflate past the limit")
+var errInflatesPastLimit = errors.New("records inflate past the limit")
 
-// readBounded reads reader to its end, or fails with errInflatesPastLimit
-// once it yields more than limit bytes. The buffer grows with what was
-// actually read, never to a size the data claims.
-func readBounded(reader io.Reader, limit int) ([]byte, error) {
+// readBounded reads reader, which inflates compressedBytes of data, to its
+// end, or fails with errInflatesPastLimit once it yields more than limit
+// bytes. The buffer starts at a few times the compressed size (what real
+// producers' ratios need) and grows with what was actually read, never to a
+// size the data claims.
+func readBounded(reader io.Reader, compressedBytes, limit int) ([]byte, error) {
 	var out bytes.Buffer
+	out.Grow(min(limit, 4*compressedBytes) + bytes.MinRead)
 	n, err := out.ReadFrom(io.LimitReader(reader, int64(limit)+1))
 	if err != nil {
 		return nil, err
@@ -95,7 +99,7 @@ func decompressGzip(data []byte, limit int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readBounded(reader, limit)
+	return readBounded(reader, len(data), limit)
 }
 
 // decompressZstd decodes a zstd stream synchronously: with concurrency 1
@@ -109,7 +113,7 @@ func decompressZstd(data []byte, limit int) ([]byte, error) {
 		return nil, err
 	}
 	defer decoder.Close()
-	out, err := readBounded(decoder, limit)
+	out, err := readBounded(decoder, len(data), limit)
 	if err == zstd.ErrDecoderSizeExceeded || err == zstd.ErrWindowSizeExceeded {
 		return nil, errInflatesPastLimit
 	}

@@ -95,6 +95,9 @@ func TestValidateRefusesDecompressionBombs(t *testing.T) {
 // The default limit refuses a zstd bomb like issue 11's (a few KB inflating
 // to 2 GiB), without inflating it.
 func TestValidateRefusesTheIssue11ZstdBomb(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compresses and inflates 64 MiB; skipped with -short")
+	}
 	// 32 frames of 64 MiB of zeros each: zstd decoders read concatenated
 	// frames as one stream.
 	frame := recordtest.Compress(record.CompressionZstd, make([]byte, 64<<20))
@@ -176,5 +179,27 @@ func TestCheckFromProducer(t *testing.T) {
 		if err == nil || asRecordError(t, err).KafkaCode() != c.code {
 			t.Fatalf("%s: %v, want code %d", c.name, err, c.code)
 		}
+	}
+}
+
+// BenchmarkValidateCompressed measures the gateway check of a producer's
+// compressed batch of about 64 KiB of records with each codec: what opening
+// compressed batches costs the leader per batch.
+func BenchmarkValidateCompressed(b *testing.B) {
+	records := make([]record.Record, 500)
+	for i := range records {
+		records[i] = record.Record{Key: []byte("key"), Value: []byte("a value of some hundred bytes, repeated: 0123456789 0123456789 0123456789 0123456789 0123456789")}
+	}
+	plain := record.Build(record.BuildOptions{LeaderEpoch: record.NoLeaderEpoch, Records: records})
+	for _, codec := range append([]record.Compression{record.CompressionNone}, codecs...) {
+		batch := recordtest.CompressBatch(plain, codec)
+		b.Run(codec.String(), func(b *testing.B) {
+			b.SetBytes(int64(len(plain)))
+			for range b.N {
+				if _, err := record.Validate(batch, record.DefaultLimits()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
