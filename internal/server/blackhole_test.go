@@ -54,12 +54,14 @@ const (
 // 127.0.0.1, which every other process test and helper here assumes; the
 // uid marks need one rule per node and nothing else.
 //
-// Every rule carries the comment tide-test-<pid of the test binary>, is
-// inserted at the head of its chain (a firewall's earlier ACCEPT must not
-// skip it), and is removed in a cleanup; rules left by a test binary that
-// died are swept at the start. The uids and marks are derived from the pid
-// too, so two test binaries running at once do not touch each other's
-// processes.
+// Every rule carries the comment tide-test-<pid namespace>-<pid> of the
+// test binary, is inserted at the head of its chain (a firewall's earlier
+// ACCEPT must not skip it), and is removed in a cleanup; rules left by a
+// test binary of the same pid namespace that died are swept at the start
+// (a binary in another namespace, a container sharing this network, is
+// not visible in /proc, so its rules are left alone). The uids and marks
+// are derived from the two numbers too, so test binaries running at once
+// do not touch each other's processes.
 type blackholes struct {
 	t   *testing.T
 	tag string
@@ -97,8 +99,11 @@ func newBlackholes(t *testing.T) *blackholes {
 	if _, err := exec.LookPath("iptables"); err != nil {
 		t.Skip("iptables is not installed (apt-get install iptables); .ci/run installs it")
 	}
-	pid := os.Getpid()
-	b := &blackholes{t: t, tag: fmt.Sprintf("tide-test-%d", pid), baseUID: 1_000_000 + uint32(pid)*16, marked: map[metadata.BrokerID]bool{}}
+	pid, namespace := os.Getpid(), pidNamespace()
+	// Below 2^32 - 1 (not a uid), 16 per test binary, well above the uids
+	// a system hands out.
+	base := 1_000_000 + uint32((namespace*2_654_435_761+uint64(pid))%200_000_000)*16
+	b := &blackholes{t: t, tag: testRuleTag(namespace, pid), baseUID: base, marked: map[metadata.BrokerID]bool{}}
 	for _, table := range []string{"mangle", "filter"} {
 		if out, err := exec.Command("iptables", "-w", "10", "-t", table, "-S").CombinedOutput(); err != nil {
 			t.Skipf("iptables -t %s -S does not work here: %v: %s", table, err, out)
@@ -131,9 +136,26 @@ func (b *blackholes) probe() {
 	}
 }
 
-// sweepTestRules removes tide-test-<pid> rules whose test binary is no
-// longer running (a test killed by its timeout runs no cleanup).
+// testRuleTag is the comment on every rule a test binary adds.
+func testRuleTag(namespace uint64, pid int) string {
+	return fmt.Sprintf("tide-test-%d-%d", namespace, pid)
+}
+
+// pidNamespace is the inode of this process's pid namespace, 0 if unknown.
+func pidNamespace() uint64 {
+	link, err := os.Readlink("/proc/self/ns/pid") // pid:[4026531836]
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseUint(strings.Trim(strings.TrimPrefix(link, "pid:"), "[]"), 10, 64)
+	return n
+}
+
+// sweepTestRules removes this pid namespace's tide-test rules whose test
+// binary is no longer running (a test killed by its timeout runs no
+// cleanup).
 func sweepTestRules(t *testing.T) {
+	prefix := fmt.Sprintf("tide-test-%d-", pidNamespace())
 	for _, table := range []string{"mangle", "filter"} {
 		out, _ := exec.Command("iptables", "-w", "10", "-t", table, "-S").Output()
 		for _, line := range strings.Split(string(out), "\n") {
@@ -142,7 +164,7 @@ func sweepTestRules(t *testing.T) {
 			if len(fields) < 2 || fields[0] != "-A" || index < 0 || index+1 >= len(fields) {
 				continue
 			}
-			pid, found := strings.CutPrefix(fields[index+1], "tide-test-")
+			pid, found := strings.CutPrefix(fields[index+1], prefix)
 			if !found {
 				continue
 			}
