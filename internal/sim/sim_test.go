@@ -218,13 +218,16 @@ func TestOfflineByDesignIsExcused(t *testing.T) {
 		seed     uint64
 		excusals []string
 	}{
-		{22714, []string{"events-1 offline by design: every replica that held its committed records lost them " +
-			"(b1 had its data disk replaced at 1800, b2 had its data disk replaced at 861)"}},
-		{40496, []string{
-			"events-0 offline by design: every replica that held its committed records lost them " +
-				"(b1 had its data disk replaced at 2031, b3 had its data disk replaced at 2956)",
-			"events-2 offline by design: every replica that held its committed records lost them " +
-				"(b1 had its data disk replaced at 2031, b3 had its data disk replaced at 2956)"}},
+		// The seeds the issue named, which the simulator's Kafka network
+		// has since given other schedules: they pass, with nothing to
+		// excuse any more.
+		{22714, nil},
+		{40496, nil},
+		// Seeds of today's simulator that reach the case: a partition
+		// whose only copy of its committed records was on a broker whose
+		// data disk was replaced (flush=always).
+		{60, []string{"scratch-1-0 offline by design: every replica that held its committed records lost them (b3 had its data disk replaced at 226)"}},
+		{74, []string{"scratch-2-0 offline by design: every replica that held its committed records lost them (b1 had its data disk replaced at 2812)"}},
 	} {
 		result := Run(Options{Seed: seed.seed})
 		if result.Violation != nil {
