@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/server"
 	"github.com/tidelog/tide/internal/wire"
 )
@@ -27,6 +28,7 @@ type serveLimits struct {
 	fetchMaxBytes           int32
 	maxTopicsPerRequest     int
 	maxPartitionsPerRequest int
+	maxDecompressedBytes    int
 }
 
 // limitPropertyFlags maps the limits' properties keys to their flags.
@@ -38,6 +40,7 @@ var limitPropertyFlags = map[string]string{
 	"tide.request.body.timeout.ms":               "request-body-timeout",
 	"fetch.max.bytes":                            "fetch-max-bytes",
 	"tide.max.topics.per.request":                "max-topics-per-request", "tide.max.partitions.per.request": "max-partitions-per-request",
+	"tide.max.decompressed.batch.bytes": "max-decompressed-batch-bytes",
 }
 
 func registerLimitFlags(flags *pflag.FlagSet, l *serveLimits) {
@@ -52,6 +55,7 @@ func registerLimitFlags(flags *pflag.FlagSet, l *serveLimits) {
 	flags.Int32Var(&l.fetchMaxBytes, "fetch-max-bytes", wire.DefaultMaxFetchBytes, "the most record bytes one fetch response carries (fetch.max.bytes)")
 	flags.IntVar(&l.maxTopicsPerRequest, "max-topics-per-request", wire.DefaultMaxTopicsPerRequest, "topics one request may name (tide.max.topics.per.request)")
 	flags.IntVar(&l.maxPartitionsPerRequest, "max-partitions-per-request", wire.DefaultMaxPartitionsPerRequest, "partitions one request may name, over its topics (tide.max.partitions.per.request)")
+	flags.IntVar(&l.maxDecompressedBytes, "max-decompressed-batch-bytes", record.DefaultMaxDecompressedBatchBytes, "the most a produced compressed batch may inflate to; a larger one is refused with INVALID_RECORD (tide.max.decompressed.batch.bytes)")
 }
 
 func rereadLimits(flags *pflag.FlagSet) serveLimits {
@@ -67,6 +71,7 @@ func rereadLimits(flags *pflag.FlagSet) serveLimits {
 	l.fetchMaxBytes, _ = flags.GetInt32("fetch-max-bytes")
 	l.maxTopicsPerRequest, _ = flags.GetInt("max-topics-per-request")
 	l.maxPartitionsPerRequest, _ = flags.GetInt("max-partitions-per-request")
+	l.maxDecompressedBytes, _ = flags.GetInt("max-decompressed-batch-bytes")
 	return l
 }
 
@@ -96,4 +101,5 @@ func (l serveLimits) apply(config *server.Config) {
 	config.KafkaRequestBodyTimeout = l.bodyTimeout
 	config.KafkaMaxFetchBytes = l.fetchMaxBytes
 	config.KafkaMaxTopicsPerRequest, config.KafkaMaxPartitionsPerRequest = l.maxTopicsPerRequest, l.maxPartitionsPerRequest
+	config.MaxDecompressedBatchBytes = l.maxDecompressedBytes
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/wire"
 )
 
@@ -101,6 +102,11 @@ type Config struct {
 	// the node loop can make requests take more.
 	KafkaQueuedMaxRequestBytes int64
 	KafkaQueuedMaxRequests     int
+	// MaxDecompressedBatchBytes bounds what a produced compressed batch may
+	// inflate to (tide.max.decompressed.batch.bytes; a zip bomb is refused
+	// with INVALID_RECORD once past it); zero means
+	// record.DefaultMaxDecompressedBatchBytes.
+	MaxDecompressedBatchBytes int
 	// KafkaMaxRequestBytes (socket.request.max.bytes), KafkaMaxFetchBytes
 	// (fetch.max.bytes), KafkaMaxTopicsPerRequest and
 	// KafkaMaxPartitionsPerRequest are wire's limits (wire.Config).
@@ -247,6 +253,8 @@ func (c Config) validateKafkaLimits() error {
 		return fmt.Errorf("connections.max.idle.ms %s: want at least a second", c.KafkaIdleTimeout)
 	case c.KafkaRequestBodyTimeout < time.Second:
 		return fmt.Errorf("tide.request.body.timeout.ms %s: want at least a second", c.KafkaRequestBodyTimeout)
+	case c.MaxDecompressedBatchBytes < 0 || c.MaxDecompressedBatchBytes > record.MaxDecompressedBatchBytesMax:
+		return fmt.Errorf("tide.max.decompressed.batch.bytes %d: want 1 to %d", c.MaxDecompressedBatchBytes, record.MaxDecompressedBatchBytesMax)
 	case c.KafkaQueuedMaxRequests < 1:
 		return fmt.Errorf("queued.max.requests %d: want at least 1", c.KafkaQueuedMaxRequests)
 	case c.KafkaQueuedMaxRequestBytes < int64(c.KafkaMaxRequestBytes):

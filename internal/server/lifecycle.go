@@ -90,7 +90,7 @@ func (s *Server) newNode(epoch metadata.BrokerEpoch) *broker.Node {
 		ReplicaLagTicks: c.ticks(30 * time.Second), FetchRetryTicks: c.ticks(100 * time.Millisecond),
 		FetchTimeoutTicks:  c.ticks(replicaFetchMaxWait + 2*replicaRequestTimeout),
 		ProposalRetryTicks: c.ticks(5 * time.Second), MaxPendingProduces: 10000,
-		ZeroCopyReads: !c.CopyFetches,
+		ZeroCopyReads: !c.CopyFetches, MaxDecompressedBatchBytes: c.MaxDecompressedBatchBytes,
 	}, epoch)
 }
 
