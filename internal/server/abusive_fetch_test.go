@@ -117,7 +117,7 @@ func TestAbusiveFetchDoesNotStarveAProducer(t *testing.T) {
 	p99 := latencies[len(latencies)*99/100]
 	t.Logf("%d acks=all records, p50 %s, p99 %s, max %s, beside %d abusive fetches", len(latencies),
 		latencies[len(latencies)/2], p99, latencies[len(latencies)-1], abusive.Load())
-	if abusive.Load() == 0 {
+	if abusers > 0 && abusive.Load() == 0 {
 		t.Fatal("no abusive fetch was answered")
 	}
 	if p99 > 100*time.Millisecond {
