@@ -73,7 +73,8 @@ queued.max.requests, max.connections, max.connections.per.ip,
 connections.max.idle.ms, fetch.max.bytes, and
 tide.max.in.flight.requests.per.connection, tide.request.body.timeout.ms,
 tide.max.topics.per.request, tide.max.partitions.per.request,
-tide.max.decompressed.batch.bytes (docs/compatibility.md says what each
+tide.max.decompressed.batch.bytes, tide.max.waiting.fetches
+(docs/compatibility.md says what each
 does at its limit). A flag given on the command line wins.
 
 SIGTERM or SIGINT performs a controlled shutdown: the controller moves

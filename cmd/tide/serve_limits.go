@@ -29,6 +29,7 @@ type serveLimits struct {
 	maxTopicsPerRequest     int
 	maxPartitionsPerRequest int
 	maxDecompressedBytes    int
+	maxWaitingFetches       int
 }
 
 // limitPropertyFlags maps the limits' properties keys to their flags.
@@ -41,6 +42,7 @@ var limitPropertyFlags = map[string]string{
 	"fetch.max.bytes":                            "fetch-max-bytes",
 	"tide.max.topics.per.request":                "max-topics-per-request", "tide.max.partitions.per.request": "max-partitions-per-request",
 	"tide.max.decompressed.batch.bytes": "max-decompressed-batch-bytes",
+	"tide.max.waiting.fetches":          "max-waiting-fetches",
 }
 
 func registerLimitFlags(flags *pflag.FlagSet, l *serveLimits) {
@@ -56,6 +58,7 @@ func registerLimitFlags(flags *pflag.FlagSet, l *serveLimits) {
 	flags.IntVar(&l.maxTopicsPerRequest, "max-topics-per-request", wire.DefaultMaxTopicsPerRequest, "topics one request may name (tide.max.topics.per.request)")
 	flags.IntVar(&l.maxPartitionsPerRequest, "max-partitions-per-request", wire.DefaultMaxPartitionsPerRequest, "partitions one request may name, over its topics (tide.max.partitions.per.request)")
 	flags.IntVar(&l.maxDecompressedBytes, "max-decompressed-batch-bytes", record.DefaultMaxDecompressedBatchBytes, "the most a produced compressed batch may inflate to; a larger one is refused with INVALID_RECORD (tide.max.decompressed.batch.bytes)")
+	flags.IntVar(&l.maxWaitingFetches, "max-waiting-fetches", server.DefaultKafkaMaxWaitingFetches, "fetches held in a long poll at once; past it a fetch is answered at once with what there is (tide.max.waiting.fetches)")
 }
 
 func rereadLimits(flags *pflag.FlagSet) serveLimits {
@@ -72,6 +75,7 @@ func rereadLimits(flags *pflag.FlagSet) serveLimits {
 	l.maxTopicsPerRequest, _ = flags.GetInt("max-topics-per-request")
 	l.maxPartitionsPerRequest, _ = flags.GetInt("max-partitions-per-request")
 	l.maxDecompressedBytes, _ = flags.GetInt("max-decompressed-batch-bytes")
+	l.maxWaitingFetches, _ = flags.GetInt("max-waiting-fetches")
 	return l
 }
 
@@ -101,5 +105,5 @@ func (l serveLimits) apply(config *server.Config) {
 	config.KafkaRequestBodyTimeout = l.bodyTimeout
 	config.KafkaMaxFetchBytes = l.fetchMaxBytes
 	config.KafkaMaxTopicsPerRequest, config.KafkaMaxPartitionsPerRequest = l.maxTopicsPerRequest, l.maxPartitionsPerRequest
-	config.MaxDecompressedBatchBytes = l.maxDecompressedBytes
+	config.MaxDecompressedBatchBytes, config.KafkaMaxWaitingFetches = l.maxDecompressedBytes, l.maxWaitingFetches
 }

@@ -17,7 +17,7 @@ func TestServeLimitsFromProperties(t *testing.T) {
 		"socket.request.max.bytes=2000000\nqueued.max.request.bytes=8000000\nqueued.max.requests=50\n" +
 		"max.connections=300\nmax.connections.per.ip=20\nconnections.max.idle.ms=60000\n" +
 		"tide.max.in.flight.requests.per.connection=7\nfetch.max.bytes=1000000\ntide.request.body.timeout.ms=5000\n" +
-		"tide.max.topics.per.request=40\ntide.max.partitions.per.request=400\ntide.max.decompressed.batch.bytes=9000000\n"
+		"tide.max.topics.per.request=40\ntide.max.partitions.per.request=400\ntide.max.decompressed.batch.bytes=9000000\ntide.max.waiting.fetches=99\n"
 	if err := os.WriteFile(properties, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,8 @@ func TestServeLimitsFromProperties(t *testing.T) {
 	if config.KafkaMaxRequestBytes != 2000000 || config.KafkaQueuedMaxRequestBytes != 8000000 || config.KafkaQueuedMaxRequests != 50 ||
 		config.KafkaMaxConnections != 400 || config.KafkaMaxConnectionsPerIP != 20 || config.KafkaIdleTimeout != time.Minute ||
 		config.KafkaMaxInFlight != 7 || config.KafkaMaxFetchBytes != 1000000 || config.KafkaRequestBodyTimeout != 5*time.Second ||
-		config.KafkaMaxTopicsPerRequest != 40 || config.KafkaMaxPartitionsPerRequest != 400 || config.MaxDecompressedBatchBytes != 9000000 {
+		config.KafkaMaxTopicsPerRequest != 40 || config.KafkaMaxPartitionsPerRequest != 400 || config.MaxDecompressedBatchBytes != 9000000 ||
+		config.KafkaMaxWaitingFetches != 99 {
 		t.Fatalf("got %+v", config)
 	}
 }
@@ -56,6 +57,7 @@ func TestServeRefusesBadLimits(t *testing.T) {
 		{"--fetch-max-bytes", "-1", "fetch.max.bytes"},
 		{"--max-partitions-per-request", "3", "tide.max.partitions.per.request"},
 		{"--max-decompressed-batch-bytes", "-1", "tide.max.decompressed.batch.bytes"},
+		{"--max-waiting-fetches", "-1", "tide.max.waiting.fetches"},
 	} {
 		_, err := run(append(base, bad[0], bad[1])...)
 		if err == nil || exitCode(err) != 2 {

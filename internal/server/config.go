@@ -114,6 +114,10 @@ type Config struct {
 	KafkaMaxFetchBytes           int32
 	KafkaMaxTopicsPerRequest     int
 	KafkaMaxPartitionsPerRequest int
+	// KafkaMaxWaitingFetches bounds the fetches the front end holds in a
+	// long poll at once (tide.max.waiting.fetches); past it a fetch is
+	// answered at once with what there is, still a valid answer.
+	KafkaMaxWaitingFetches int
 	// MaxFrameBytes bounds one frame on the controller listener; QueueLength
 	// bounds each connection's send queue.
 	MaxFrameBytes int
@@ -195,6 +199,7 @@ const (
 	DefaultKafkaQueuedMaxRequestBytes = 256 << 20        // queued.max.request.bytes is unlimited in Kafka
 	DefaultKafkaQueuedMaxRequests     = 500              // Kafka's queued.max.requests
 	DefaultKafkaRequestBodyTimeout    = 30 * time.Second // per MiB of a body; Kafka has none
+	DefaultKafkaMaxWaitingFetches     = 4096             // Kafka's fetch purgatory has no bound
 )
 
 func (c Config) withKafkaDefaults() Config {
@@ -229,6 +234,9 @@ func (c Config) withKafkaDefaults() Config {
 	if c.KafkaMaxPartitionsPerRequest == 0 {
 		c.KafkaMaxPartitionsPerRequest = wireDefaults.MaxPartitionsPerRequest
 	}
+	if c.KafkaMaxWaitingFetches == 0 {
+		c.KafkaMaxWaitingFetches = DefaultKafkaMaxWaitingFetches
+	}
 	return c
 }
 
@@ -255,6 +263,8 @@ func (c Config) validateKafkaLimits() error {
 		return fmt.Errorf("tide.request.body.timeout.ms %s: want at least a second", c.KafkaRequestBodyTimeout)
 	case c.MaxDecompressedBatchBytes < 0 || c.MaxDecompressedBatchBytes > record.MaxDecompressedBatchBytesMax:
 		return fmt.Errorf("tide.max.decompressed.batch.bytes %d: want 1 to %d", c.MaxDecompressedBatchBytes, record.MaxDecompressedBatchBytesMax)
+	case c.KafkaMaxWaitingFetches < 1:
+		return fmt.Errorf("tide.max.waiting.fetches %d: want at least 1", c.KafkaMaxWaitingFetches)
 	case c.KafkaQueuedMaxRequests < 1:
 		return fmt.Errorf("queued.max.requests %d: want at least 1", c.KafkaQueuedMaxRequests)
 	case c.KafkaQueuedMaxRequestBytes < int64(c.KafkaMaxRequestBytes):

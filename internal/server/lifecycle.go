@@ -48,13 +48,9 @@ func (s *Server) openLifecycle(endpoint string) error {
 	s.frontend, err = frontend.New(frontend.Config{ID: c.ID, ClusterID: clusterID(c.Controllers), Advertised: endpoint,
 		KafkaListeners: c.KafkaListeners, DefaultPartitions: c.DefaultPartitions, DefaultReplicationFactor: c.DefaultReplicationFactor,
 		SegmentBytes: segmentBytes, MaxBatchBytes: maxBatchBytes, Wire: s.kafka.wire, Fetcher: c.fetcherConfig(),
-		MaxWaitingFetches: maxWaitingFetches}, lifecycle)
+		MaxWaitingFetches: c.KafkaMaxWaitingFetches}, lifecycle)
 	return err
 }
-
-// maxWaitingFetches bounds the fetches held in a long poll (see
-// frontend.Config).
-const maxWaitingFetches = 4096
 
 // clusterID names the cluster after its voter set, the same on every node
 // and across restarts; tide keeps no cluster id of its own yet.
