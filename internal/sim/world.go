@@ -97,6 +97,9 @@ type brokerProcess struct {
 	// lostBy says how the broker last lost what its log held, or could no
 	// longer vouch for it.
 	lostBy string
+	// losesAtRegistration says the running incarnation could not vouch for
+	// its log: its registration is where the holders lose it.
+	losesAtRegistration bool
 }
 
 func (w *world) trace(format string, args ...any) {
@@ -146,9 +149,11 @@ func (w *world) machineName(b *brokerProcess) string {
 // startBroker starts the broker's lifecycle: it registers with the
 // controller, and its node starts once it has a broker epoch.
 func (w *world) startBroker(b *brokerProcess) {
-	if b.cleanEpoch == metadata.NoBrokerEpoch && b.incarnation > 1 {
-		w.holders.lose(b.id, w.now, b.lostBy)
-	}
+	// An incarnation that cannot vouch for its log loses what the log
+	// held when it registers (newNode): until then the ISR memberships the
+	// controller records are its predecessor's, which the log no longer
+	// backs either.
+	b.losesAtRegistration = b.cleanEpoch == metadata.NoBrokerEpoch && b.incarnation > 1
 	lifecycle, err := broker.NewLifecycle(broker.LifecycleConfig{
 		ID: b.id, Incarnation: fmt.Sprintf("b%d-%d", b.id, b.incarnation), PreviousEpoch: b.cleanEpoch,
 		Endpoint: kafkaAddress(b.id),
@@ -191,6 +196,10 @@ func (w *world) newNode(b *brokerProcess, epoch metadata.BrokerEpoch) *broker.No
 		MaxPendingProduces: 1000, Rules: w.rules, ZeroCopyReads: true,
 	}, epoch)
 	b.node.Observe(w.checker.observe(b))
+	if b.losesAtRegistration {
+		w.holders.lose(b.id, w.now, b.lostBy)
+		b.losesAtRegistration = false
+	}
 	b.vouched = b.cleanEpoch != metadata.NoBrokerEpoch
 	b.cleanEpoch = metadata.NoBrokerEpoch
 	w.trace("b%d registered with epoch %d", b.id, epoch)
