@@ -35,6 +35,9 @@ import (
 //     errors and error message of a batch refused for particular records
 //     (KIP-467); v9 is flexible.
 //   - LogAppendTime is -1: the log keeps the producer's CreateTime.
+//   - A partition named more than once is appended to and answered once,
+//     where it was first named, with the records it was last given (Kafka
+//     reads a produce into a map by partition).
 //   - v10+ (KIP-951 leader hints, KIP-890 transactions) and v13 (topic ids)
 //     are not served yet.
 
@@ -49,6 +52,7 @@ func (h *Handler) handleProduce(x *exchange) error {
 	if err := h.checkCounts(len(request.Topics), partitions); err != nil {
 		return err
 	}
+	dedupeProducePartitions(request)
 	response := request.ResponseKind().(*kmsg.ProduceResponse)
 	refusal := produceRefusal(request)
 	response.Topics = make([]kmsg.ProduceResponseTopic, len(request.Topics))
@@ -194,4 +198,43 @@ func fillProduceEntry(entry *kmsg.ProduceResponseTopicPartition, answer replica.
 		errorRecord.RelativeOffset, errorRecord.ErrorMessage = recordError.BatchIndex, &message
 		entry.ErrorRecords = append(entry.ErrorRecords, errorRecord)
 	}
+}
+
+// dedupeProducePartitions keeps one entry per partition, where it was first
+// named, with the records it was last given: Kafka reads a produce into a
+// map by partition, so a partition named twice is appended to and answered
+// once, and a request cannot make the broker append one partition
+// thousands of times.
+func dedupeProducePartitions(request *kmsg.ProduceRequest) {
+	type key struct {
+		topic     string
+		partition int32
+	}
+	last := map[key]kmsg.ProduceRequestTopicPartition{}
+	total := 0
+	for _, topic := range request.Topics {
+		for _, partition := range topic.Partitions {
+			last[key{topic.Topic, partition.Partition}] = partition
+			total++
+		}
+	}
+	if len(last) == total {
+		return
+	}
+	kept := request.Topics[:0]
+	for _, topic := range request.Topics {
+		var partitions []kmsg.ProduceRequestTopicPartition
+		for _, partition := range topic.Partitions {
+			k := key{topic.Topic, partition.Partition}
+			if entry, ok := last[k]; ok {
+				partitions = append(partitions, entry)
+				delete(last, k)
+			}
+		}
+		if len(partitions) > 0 {
+			topic.Partitions = partitions
+			kept = append(kept, topic)
+		}
+	}
+	request.Topics = kept
 }

@@ -80,3 +80,21 @@ func TestFetchDuplicatePartitionsAnsweredOnce(t *testing.T) {
 		t.Fatalf("deduplicated: %+v", request.Topics)
 	}
 }
+
+// A partition named twice in a produce is appended to once, with the
+// records it was last given, and answered once.
+func TestProduceDuplicatePartitionsAppendedOnce(t *testing.T) {
+	request := kmsg.NewPtrProduceRequest()
+	for _, records := range [][]byte{[]byte("first"), []byte("second"), []byte("third")} {
+		topic := kmsg.NewProduceRequestTopic()
+		topic.Topic = "orders"
+		partition := kmsg.NewProduceRequestTopicPartition()
+		partition.Partition, partition.Records = 0, records
+		topic.Partitions = append(topic.Partitions, partition)
+		request.Topics = append(request.Topics, topic)
+	}
+	dedupeProducePartitions(request)
+	if len(request.Topics) != 1 || len(request.Topics[0].Partitions) != 1 || string(request.Topics[0].Partitions[0].Records) != "third" {
+		t.Fatalf("deduplicated: %+v", request.Topics)
+	}
+}
