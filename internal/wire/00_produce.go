@@ -206,35 +206,9 @@ func fillProduceEntry(entry *kmsg.ProduceResponseTopicPartition, answer replica.
 // once, and a request cannot make the broker append one partition
 // thousands of times.
 func dedupeProducePartitions(request *kmsg.ProduceRequest) {
-	type key struct {
-		topic     string
-		partition int32
-	}
-	last := map[key]kmsg.ProduceRequestTopicPartition{}
-	total := 0
-	for _, topic := range request.Topics {
-		for _, partition := range topic.Partitions {
-			last[key{topic.Topic, partition.Partition}] = partition
-			total++
-		}
-	}
-	if len(last) == total {
-		return
-	}
-	kept := request.Topics[:0]
-	for _, topic := range request.Topics {
-		var partitions []kmsg.ProduceRequestTopicPartition
-		for _, partition := range topic.Partitions {
-			k := key{topic.Topic, partition.Partition}
-			if entry, ok := last[k]; ok {
-				partitions = append(partitions, entry)
-				delete(last, k)
-			}
-		}
-		if len(partitions) > 0 {
-			topic.Partitions = partitions
-			kept = append(kept, topic)
-		}
-	}
-	request.Topics = kept
+	request.Topics, _ = dedupePartitions(request.Topics,
+		func(t *kmsg.ProduceRequestTopic) (string, *[]kmsg.ProduceRequestTopicPartition) {
+			return t.Topic, &t.Partitions
+		},
+		func(p *kmsg.ProduceRequestTopicPartition) int32 { return p.Partition })
 }

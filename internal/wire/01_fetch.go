@@ -99,44 +99,13 @@ func (h *Handler) handleFetch(x *exchange) error {
 // client naming one partition 10,000 times costs one read, not 10,000. It
 // returns how many partitions are left.
 func dedupeFetchPartitions(request *kmsg.FetchRequest) int {
-	type key struct {
-		topic     string
-		partition int32
-	}
-	last := map[key]kmsg.FetchRequestTopicPartition{}
-	for _, topic := range request.Topics {
-		for _, partition := range topic.Partitions {
-			last[key{topic.Topic, partition.Partition}] = partition
-		}
-	}
-	total := 0
-	for _, topic := range request.Topics {
-		total += len(topic.Partitions)
-	}
-	if len(last) == total {
-		return total
-	}
-	kept := request.Topics[:0]
-	for _, topic := range request.Topics {
-		var partitions []kmsg.FetchRequestTopicPartition
-		for _, partition := range topic.Partitions {
-			k := key{topic.Topic, partition.Partition}
-			if entry, ok := last[k]; ok {
-				partitions = append(partitions, entry)
-				delete(last, k)
-			}
-		}
-		if len(partitions) > 0 {
-			topic.Partitions = partitions
-			kept = append(kept, topic)
-		}
-	}
-	request.Topics = kept
-	total = 0
-	for _, topic := range request.Topics {
-		total += len(topic.Partitions)
-	}
-	return total
+	var left int
+	request.Topics, left = dedupePartitions(request.Topics,
+		func(t *kmsg.FetchRequestTopic) (string, *[]kmsg.FetchRequestTopicPartition) {
+			return t.Topic, &t.Partitions
+		},
+		func(p *kmsg.FetchRequestTopicPartition) int32 { return p.Partition })
+	return left
 }
 
 func checkFetchAnswers(answers, partitions int) {
