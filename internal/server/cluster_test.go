@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -35,15 +36,51 @@ type processCluster struct {
 	prepare func(c *processCluster, id metadata.BrokerID, cmd *exec.Cmd)
 }
 
-// buildTide builds the tide binary once for the test.
+// buildTide returns the tide binary the process tests run, built once for
+// the whole test binary (a link takes seconds, and a dozen tests start
+// processes) into a directory TestMain removes at the end.
 func buildTide(t *testing.T) string {
 	t.Helper()
-	binary := filepath.Join(t.TempDir(), "tide")
-	build := exec.Command("go", "build", "-o", binary, "github.com/tidelog/tide/cmd/tide")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building tide: %v\n%s", err, out)
+	tideBinary.once.Do(func() {
+		dir, err := os.MkdirTemp("", "tide-server-test-")
+		if err != nil {
+			tideBinary.err = err
+			return
+		}
+		tideBinary.dir, tideBinary.path = dir, filepath.Join(dir, "tide")
+		build := exec.Command("go", "build", "-o", tideBinary.path, "github.com/tidelog/tide/cmd/tide")
+		if out, err := build.CombinedOutput(); err != nil {
+			tideBinary.err = fmt.Errorf("%w\n%s", err, out)
+		}
+	})
+	if tideBinary.err != nil {
+		t.Fatalf("building tide: %v", tideBinary.err)
 	}
-	return binary
+	return tideBinary.path
+}
+
+var tideBinary struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// TestMain runs the package's tests and removes the shared binary.
+//
+// The tests that only drive processes of their own (a cluster of tide
+// serve nodes and clients talking to it) run in parallel with each other,
+// go test's -parallel at a time: most of their time is spent waiting for
+// sessions to expire and elections to end. The rest stay serial, because
+// they change or measure the test process itself (a lowered RLIMIT_NOFILE,
+// heap bounds, in-process servers timed to the millisecond) or time a
+// fault to the session timeout (the blackhole test): go test runs them
+// all before it lets the parallel ones go on.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tideBinary.dir != "" {
+		os.RemoveAll(tideBinary.dir)
+	}
+	os.Exit(code)
 }
 
 // freePort is an address for a server started in another process
@@ -242,6 +279,7 @@ func TestThreeServeProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three tide processes; skipped with -short")
 	}
+	t.Parallel() // its own processes; see TestMain
 	c := newProcessCluster(t, 3)
 	all := []metadata.BrokerID{1, 2, 3}
 	formed := c.waitFor("three brokers registered and unfenced everywhere", 30*time.Second, all, allUnfenced(3))

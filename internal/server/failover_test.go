@@ -270,6 +270,7 @@ func TestProduceThroughLeaderKillAndPreferredElection(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts tide processes; skipped with -short")
 	}
+	t.Parallel() // its own processes; see TestMain
 	c := newProcessCluster(t, 3)
 	c.waitFor("every broker unfenced", 20*time.Second, []metadata.BrokerID{1, 2, 3}, allUnfenced(3))
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -325,6 +326,7 @@ func TestZombieFollowerIsFencedAndReconciles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts tide processes; skipped with -short")
 	}
+	t.Parallel() // its own processes; see TestMain
 	c := newProcessCluster(t, 5)
 	all := []metadata.BrokerID{1, 2, 3, 4, 5}
 	c.waitFor("every broker unfenced", 30*time.Second, all, allUnfenced(5))

@@ -36,6 +36,7 @@ func TestKafkaClientAgainstServe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a tide process; skipped with -short")
 	}
+	t.Parallel() // its own processes; see TestMain
 	c := newProcessCluster(t, 1)
 	c.waitFor("the broker registered and unfenced", 15*time.Second, []metadata.BrokerID{1}, allUnfenced(1))
 	seed := c.kafka[1]

@@ -22,6 +22,7 @@ func TestKcatAgainstServe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a tide process; skipped with -short")
 	}
+	t.Parallel() // its own processes; see TestMain
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
 		t.Skip("kcat is not installed (apt-get install kcat); .ci/run installs it")

@@ -89,6 +89,7 @@ func TestReplicationBetweenServeProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts tide processes; skipped with -short")
 	}
+	t.Parallel() // its own processes; see TestMain
 	c := newProcessCluster(t, 3)
 	c.waitFor("every broker unfenced", 20*time.Second, []metadata.BrokerID{1, 2, 3}, allUnfenced(3))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

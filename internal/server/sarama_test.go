@@ -45,6 +45,7 @@ func TestSaramaAgainstServe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three tide processes; skipped with -short")
 	}
+	t.Parallel() // its own processes; see TestMain
 	c := newProcessCluster(t, 3)
 	c.waitFor("three brokers registered and unfenced", 30*time.Second, []metadata.BrokerID{1, 2, 3}, allUnfenced(3))
 	for _, run := range []saramaRun{
