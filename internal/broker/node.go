@@ -83,7 +83,9 @@ type Node struct {
 	epoch      metadata.BrokerEpoch
 	image      *metadata.Image
 	partitions map[metadata.TopicPartition]*partition
-	outbox     Outbox
+	// sorted is Partitions' answer, nil when partitions changed since.
+	sorted []metadata.TopicPartition
+	outbox Outbox
 	// failed lists partitions whose log failed; they are offline.
 	failed map[metadata.TopicPartition]error
 	// observer, if set, sees every Ready a replica hands out, for the
@@ -122,6 +124,10 @@ func New(config Config, epoch metadata.BrokerEpoch) *Node {
 		producerIDs: producerIDs{requestedTick: -1},
 	}
 }
+
+// Dirty says whether a replica asked for a sync that SyncDirty has not
+// done yet.
+func (n *Node) Dirty() bool { return len(n.unsynced) > 0 }
 
 // SyncDirty is the durability step of group commit: it syncs each log a
 // replica asked to sync since the last call, once, however many appends
@@ -184,13 +190,18 @@ func (n *Node) Replica(tp metadata.TopicPartition) (*replica.Replica, *commitlog
 }
 
 // Partitions returns the hosted partitions, sorted.
+//
+// Callers must not change the list: it is kept until the partitions change
+// (the node's own tick walks it every tick).
 func (n *Node) Partitions() []metadata.TopicPartition {
-	list := make([]metadata.TopicPartition, 0, len(n.partitions))
-	for tp := range n.partitions {
-		list = append(list, tp)
+	if n.sorted == nil {
+		n.sorted = make([]metadata.TopicPartition, 0, len(n.partitions))
+		for tp := range n.partitions {
+			n.sorted = append(n.sorted, tp)
+		}
+		sortPartitions(n.sorted)
 	}
-	sortPartitions(list)
-	return list
+	return n.sorted
 }
 
 // Failed returns the partitions whose log failed, with the cause.
@@ -344,6 +355,7 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	r.SetBrokers(n.image.Brokers())
 	p := &partition{replica: r, log: log}
 	n.partitions[tp] = p
+	n.sorted = nil
 	return p, nil
 }
 
@@ -352,6 +364,7 @@ func (n *Node) dropTopic(topic string) {
 		if tp.Topic == topic {
 			n.partitions[tp].log.Close()
 			delete(n.partitions, tp)
+			n.sorted = nil
 		}
 	}
 }

@@ -149,5 +149,6 @@ func (n *Node) fail(tp metadata.TopicPartition, err error) {
 	if p, ok := n.partitions[tp]; ok {
 		p.log.Close()
 		delete(n.partitions, tp)
+		n.sorted = nil
 	}
 }

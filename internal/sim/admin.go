@@ -127,12 +127,18 @@ func (w *world) workloadPartitions() []metadata.PartitionState {
 
 // partitions lists the workload topic's partitions in the newest
 // committed metadata.
+// Callers must not change the list.
 func (w *world) partitions() []metadata.TopicPartition {
-	var list []metadata.TopicPartition
-	for _, state := range w.metadataImage().Partitions() {
+	image := w.metadataImage()
+	if w.workloadList != nil {
+		return w.workloadList
+	}
+	list := []metadata.TopicPartition{}
+	for _, state := range image.Partitions() {
 		if state.Topic == workloadTopic {
 			list = append(list, state.TopicPartition)
 		}
 	}
+	w.workloadList = list
 	return list
 }

@@ -184,8 +184,11 @@ func (w *world) metadataImage() *metadata.Image {
 			newest = c.q.Image()
 		}
 	}
-	if newest != nil && (w.lastImage == nil || newest.Offset() >= w.lastImage.Offset()) {
+	// Committed images at one offset are the same image: clone only a
+	// newer one (a controller's own image changes in place as it applies).
+	if newest != nil && (w.lastImage == nil || newest.Offset() > w.lastImage.Offset()) {
 		w.lastImage = newest.Clone()
+		w.workloadList = nil
 	}
 	if w.lastImage == nil {
 		w.lastImage = metadata.NewImage()

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
-	"strings"
+	"strconv"
 
 	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/metadata"
@@ -327,6 +327,8 @@ type traceLog struct {
 	events []string
 	hash   interface{ Sum64() uint64 }
 	writer interface{ Write([]byte) (int, error) }
+	// scratch is digest's buffer, kept between ticks.
+	scratch []byte
 }
 
 func newTraceLog(limit int) *traceLog {
@@ -350,17 +352,27 @@ func (t *traceLog) lines() []string {
 // digest folds every replica's offsets into the run's hash each tick, so a
 // determinism test compares whole runs, not only their events.
 func (t *traceLog) digest(w *world) {
-	var b strings.Builder
+	b := t.scratch[:0]
 	for _, broker := range w.brokers {
 		if broker.node == nil {
 			continue
 		}
 		for _, tp := range broker.node.Partitions() {
 			r, _, _ := broker.node.Replica(tp)
-			fmt.Fprintf(&b, "%d:%s:%d:%d:%d;", broker.id, tp, r.LogEndOffset(), r.HighWatermark(), r.State().LeaderEpoch)
+			b = strconv.AppendInt(b, int64(broker.id), 10)
+			b = append(b, ':')
+			b = append(b, tp.Topic...)
+			b = append(b, '-')
+			b = strconv.AppendInt(b, int64(tp.Partition), 10)
+			for _, n := range []int64{int64(r.LogEndOffset()), int64(r.HighWatermark()), int64(r.State().LeaderEpoch)} {
+				b = append(b, ':')
+				b = strconv.AppendInt(b, n, 10)
+			}
+			b = append(b, ';')
 		}
 	}
-	t.writer.Write([]byte(b.String()))
+	t.writer.Write(b)
+	t.scratch = b
 }
 
 // ParseLegacy parses rule names, for the command line.

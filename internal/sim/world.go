@@ -35,7 +35,9 @@ type world struct {
 	admin      adminState
 	// lastImage is the newest committed metadata seen (metadataImage);
 	// tracedOffset the last metadata offset traced.
-	lastImage    *metadata.Image
+	lastImage *metadata.Image
+	// workloadList caches partitions() for lastImage.
+	workloadList []metadata.TopicPartition
 	tracedOffset int64
 	workload     *workload
 	checker      *checker
