@@ -12,8 +12,8 @@
 // real clock (a ticker turned into Tick calls), the real disk (disk.OS),
 // and sendfile. One goroutine, the node loop, owns the cores: each pass
 // takes a tick, or an event and the events already queued behind it (up to
-// maxEventsPerPass), then ends with the broker's SyncDirty and the front
-// end's Flush, whose Outbox it carries out.
+// maxEventsPerPass), then ends with the front end's Flush, the broker's
+// SyncDirty and Flush again, carrying out each Outbox (server.go, flush).
 //
 // What it never decides: Kafka behaviour or replication. What a request
 // gets, when a parked fetch wakes, what a follower asks its leader: all of

@@ -392,14 +392,33 @@ func (s *Server) handleAnswer(answer quorum.Answer) {
 	}
 }
 
-// flush ends a pass of the node loop: the logs the pass wrote are synced,
-// each once (group commit, broker.Node.SyncDirty), then what the cores
-// have for the outside goes out: the broker's answers to Kafka clients,
-// the fetchers' requests, requests to controllers, and every quorum Ready.
+// flush ends a pass of the node loop in two halves around the fsyncs.
+// First what the pass let out without waiting for its syncs goes out:
+// the records it appended, to the followers whose fetches wait for them,
+// so a follower copies and syncs a batch while its leader syncs the same
+// batch (rule unsynced-ack keeps its meaning: the replicas count a log
+// end only once synced, and the acks and follower positions that depend
+// on a sync are not in this half). Then the logs the pass wrote are
+// synced, each once (group commit, broker.Node.SyncDirty), and what the
+// syncs let out follows: acks=all answers, the followers' next fetches,
+// requests to controllers, and every quorum Ready.
 func (s *Server) flush() error {
-	if node := s.lifecycle.Node(); node != nil {
+	node := s.lifecycle.Node()
+	if node != nil && node.Dirty() {
+		s.flushFrontEnd()
 		node.SyncDirty()
 	}
+	s.flushFrontEnd()
+	for s.quorum != nil && s.quorum.HasReady() && s.fatal == nil {
+		if err := s.carryOut(s.quorum.Ready()); err != nil {
+			return err
+		}
+	}
+	return s.fatal
+}
+
+// flushFrontEnd carries out what the front end has for the outside now.
+func (s *Server) flushFrontEnd() {
 	s.frontend.SetControllerHint(s.controllerHint())
 	out := s.frontend.Flush()
 	s.carryOutFetcher(out)
@@ -412,12 +431,6 @@ func (s *Server) flush() error {
 			s.frontend.ControllerUnsent(request.Request.ID)
 		}
 	}
-	for s.quorum != nil && s.quorum.HasReady() && s.fatal == nil {
-		if err := s.carryOut(s.quorum.Ready()); err != nil {
-			return err
-		}
-	}
-	return s.fatal
 }
 
 // carryOut carries out one Ready in its contract's order: persist, then
