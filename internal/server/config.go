@@ -342,3 +342,8 @@ func (c Config) voters() []metadata.BrokerID {
 
 // ticks converts a duration to ticks, at least one.
 func (c Config) ticks(d time.Duration) int64 { return max(1, int64(d/c.Tick)) }
+
+// peerUnackedTimeout is how long a connection between brokers may leave
+// data unacknowledged before it is given up and redialed: a session. A
+// peer that acknowledges nothing for that long has been fenced anyway.
+func (c Config) peerUnackedTimeout() time.Duration { return c.SessionTimeout }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -83,5 +84,11 @@ func (cn *clientConn) close() {
 	})
 }
 
-// netDialer is how fetcher connections dial.
-func netDialer() net.Dialer { return net.Dialer{Timeout: dialTimeout} }
+// peerDialer is how a broker dials another (controller links, replica
+// fetcher connections): data left unacknowledged for unacked aborts the
+// connection (setUnackedTimeout says why).
+func peerDialer(unacked time.Duration) net.Dialer {
+	return net.Dialer{Timeout: dialTimeout, Control: func(_, _ string, raw syscall.RawConn) error {
+		return setUnackedTimeout(raw, unacked)
+	}}
+}

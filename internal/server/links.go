@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/tidelog/tide/internal/metadata"
@@ -32,7 +33,7 @@ type link struct {
 func (l *link) dialLoop(ctx context.Context) {
 	backoff := backoffInitial
 	for ctx.Err() == nil {
-		dialer := net.Dialer{Timeout: dialTimeout}
+		dialer := peerDialer(l.server.config.peerUnackedTimeout())
 		c, err := dialer.DialContext(ctx, "tcp", l.address)
 		if err != nil {
 			l.server.log.Debug("dial failed", "peer", l.to, "address", l.address, "error", err)
@@ -87,6 +88,11 @@ func (s *Server) acceptLoop(ctx context.Context) {
 }
 
 func (s *Server) serveConn(ctx context.Context, c net.Conn) {
+	if tc, ok := c.(syscall.Conn); ok {
+		if raw, err := tc.SyscallConn(); err == nil {
+			setUnackedTimeout(raw, s.config.peerUnackedTimeout()) // best effort: the dialing side sets it too
+		}
+	}
 	cn := newConn(c, s.config.QueueLength, s.log)
 	defer cn.close()
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))

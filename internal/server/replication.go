@@ -111,7 +111,7 @@ func (d *dialer) dialLoop(ctx context.Context) {
 	backoff := backoffInitial
 	for ctx.Err() == nil {
 		address := *d.address.Load()
-		dialer := netDialer()
+		dialer := peerDialer(d.s.config.peerUnackedTimeout())
 		c, err := dialer.DialContext(ctx, "tcp", address)
 		if err != nil {
 			d.s.log.Debug("replica fetcher dial failed", "source", int(d.source), "address", address, "error", err)
