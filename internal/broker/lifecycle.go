@@ -160,13 +160,26 @@ func (l *Lifecycle) send(request quorum.Request) {
 }
 
 func (l *Lifecycle) nextVoter() {
+	next := l.config.Voters[0]
 	for i, id := range l.config.Voters {
 		if id == l.target {
-			l.target = l.config.Voters[(i+1)%len(l.config.Voters)]
-			return
+			next = l.config.Voters[(i+1)%len(l.config.Voters)]
+			break
 		}
 	}
-	l.target = l.config.Voters[0]
+	l.retarget(next)
+}
+
+// retarget sends the next requests to another controller, and has the
+// node's leaders resend their pending ISR changes to it at once.
+func (l *Lifecycle) retarget(to metadata.BrokerID) {
+	if to == l.target {
+		return
+	}
+	l.target = to
+	if l.node != nil {
+		l.node.ControllerMoved()
+	}
 }
 
 // Collect turns what the node has for the controller (ISR proposals, a
@@ -230,7 +243,7 @@ func (l *Lifecycle) HandleAnswer(answer quorum.Answer) error {
 	}
 	if answer.ErrorCode == kerr.NotController.Code {
 		if answer.Leader != metadata.NoBroker && answer.Leader != l.target {
-			l.target = answer.Leader
+			l.retarget(answer.Leader)
 		} else {
 			l.nextVoter()
 		}

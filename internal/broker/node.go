@@ -189,6 +189,14 @@ func (n *Node) Replica(tp metadata.TopicPartition) (*replica.Replica, *commitlog
 	return p.replica, p.log, true
 }
 
+// ControllerMoved tells every replica that controller requests now go to
+// another controller (replica.ControllerMoved).
+func (n *Node) ControllerMoved() {
+	for _, tp := range n.Partitions() {
+		n.partitions[tp].replica.ControllerMoved()
+	}
+}
+
 // Partitions returns the hosted partitions, sorted.
 //
 // Callers must not change the list: it is kept until the partitions change

@@ -433,6 +433,19 @@ func (r *Replica) maybeRetryProposal() {
 	}
 }
 
+// ControllerMoved tells the replica that controller requests now go to
+// another controller. A proposal still waiting for its answer went to the
+// old one, which may never answer (it crashed, or its link is dead), so
+// it is resent at the next tick instead of a whole ProposalRetryTicks
+// after it was sent: an ISR expansion or shrink otherwise waits out the
+// timer after every controller change. It stays pending, exactly as for a
+// retry by the timer (maybeRetryProposal says why).
+func (r *Replica) ControllerMoved() {
+	if r.role == Leader && r.leader.pending != nil {
+		r.leader.pendingTick = r.now - r.config.ProposalRetryTicks
+	}
+}
+
 // HandleAlterPartitionResponse takes the controller's answer to the pending
 // proposal. On success its state is applied like any metadata (it may also
 // arrive through the metadata log first; the partition epoch orders them).

@@ -376,3 +376,27 @@ func TestHighWatermarkMatchesNaiveReference(t *testing.T) {
 		}
 	}
 }
+
+// A proposal waiting for its answer is resent at the first tick after the
+// controller moved, not a whole ProposalRetryTicks after it was sent; it
+// stays pending either way.
+func TestPendingProposalIsResentWhenTheControllerMoves(t *testing.T) {
+	for _, moved := range []bool{false, true} {
+		config := testConfig(true, nil)
+		r := leaderReplica(t, config, 10, 1)
+		r.leader.pending = &ISRChange{Partition: testPartition, LeaderEpoch: 5, PartitionEpoch: 7,
+			NewISR: []ISRMember{{ID: 1, Epoch: 10}, {ID: 2, Epoch: 20}}}
+		r.leader.pendingTick = r.now
+		if moved {
+			r.ControllerMoved()
+		}
+		r.Tick()
+		proposals := r.Ready().Proposals
+		if want := map[bool]int{false: 0, true: 1}[moved]; len(proposals) != want {
+			t.Fatalf("controller moved %t: %d proposals at the next tick, want %d", moved, len(proposals), want)
+		}
+		if r.leader.pending == nil {
+			t.Fatalf("controller moved %t: the proposal is no longer pending", moved)
+		}
+	}
+}
