@@ -153,7 +153,9 @@ func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
 		SessionTimeout: o.sessionTimeout, BrokerHeartbeat: o.brokerHeartbeat, ElectionTimeout: o.electionTimeout,
 		DefaultPartitions: o.defaultPartitions, DefaultReplicationFactor: o.defaultReplicationFactor, Logger: logger,
 		CopyFetches: !o.sendfile}
-	o.limits.apply(&config)
+	if err := o.limits.apply(&config); err != nil {
+		return server.Config{}, err
+	}
 	return config, config.Validate()
 }
 

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"maps"
+	"net"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -22,6 +25,7 @@ type serveLimits struct {
 	queuedMaxRequests       int
 	maxConnections          int
 	maxConnectionsPerIP     int
+	perIPOverrides          string
 	idleTimeout             time.Duration
 	bodyTimeout             time.Duration
 	maxInFlight             int
@@ -37,6 +41,7 @@ var limitPropertyFlags = map[string]string{
 	"socket.request.max.bytes": "max-request-bytes", "queued.max.request.bytes": "queued-max-request-bytes",
 	"queued.max.requests": "queued-max-requests", "max.connections": "max-connections",
 	"max.connections.per.ip": "max-connections-per-ip", "connections.max.idle.ms": "connections-max-idle",
+	"max.connections.per.ip.overrides":           "max-connections-per-ip-overrides",
 	"tide.max.in.flight.requests.per.connection": "max-in-flight-requests-per-connection",
 	"tide.request.body.timeout.ms":               "request-body-timeout",
 	"fetch.max.bytes":                            "fetch-max-bytes",
@@ -51,6 +56,7 @@ func registerLimitFlags(flags *pflag.FlagSet, l *serveLimits) {
 	flags.IntVar(&l.queuedMaxRequests, "queued-max-requests", server.DefaultKafkaQueuedMaxRequests, "requests read and not yet taken by the node loop, over all connections (queued.max.requests)")
 	flags.IntVar(&l.maxConnections, "max-connections", server.DefaultKafkaMaxConnections, "Kafka connections open at once; one more is closed at once (max.connections)")
 	flags.IntVar(&l.maxConnectionsPerIP, "max-connections-per-ip", 0, "Kafka connections open at once from one address, 0 for no limit (max.connections.per.ip)")
+	flags.StringVar(&l.perIPOverrides, "max-connections-per-ip-overrides", "", "host:count,... replacing --max-connections-per-ip for those hosts (IP addresses, or names resolved at start), 0 refusing them (max.connections.per.ip.overrides)")
 	flags.DurationVar(&l.idleTimeout, "connections-max-idle", server.DefaultKafkaIdleTimeout, "a Kafka connection without a request for this long is closed (connections.max.idle.ms)")
 	flags.DurationVar(&l.bodyTimeout, "request-body-timeout", server.DefaultKafkaRequestBodyTimeout, "each MiB of a request's body must arrive within this, else the connection is closed and the room it held in the request queue freed (tide.request.body.timeout.ms)")
 	flags.IntVar(&l.maxInFlight, "max-in-flight-requests-per-connection", server.DefaultKafkaMaxInFlight, "requests one connection may have read and not yet answered; at the limit it stops reading (tide.max.in.flight.requests.per.connection)")
@@ -68,6 +74,7 @@ func rereadLimits(flags *pflag.FlagSet) serveLimits {
 	l.queuedMaxRequests, _ = flags.GetInt("queued-max-requests")
 	l.maxConnections, _ = flags.GetInt("max-connections")
 	l.maxConnectionsPerIP, _ = flags.GetInt("max-connections-per-ip")
+	l.perIPOverrides, _ = flags.GetString("max-connections-per-ip-overrides")
 	l.idleTimeout, _ = flags.GetDuration("connections-max-idle")
 	l.bodyTimeout, _ = flags.GetDuration("request-body-timeout")
 	l.maxInFlight, _ = flags.GetInt("max-in-flight-requests-per-connection")
@@ -86,7 +93,7 @@ func rereadLimits(flags *pflag.FlagSet) serveLimits {
 func refuseZeroLimits(flags *pflag.FlagSet) error {
 	for _, name := range slices.Sorted(maps.Values(limitPropertyFlags)) {
 		flag := flags.Lookup(name)
-		if name == "max-connections-per-ip" || !flag.Changed {
+		if name == "max-connections-per-ip" || name == "max-connections-per-ip-overrides" || !flag.Changed {
 			continue
 		}
 		if value := flag.Value.String(); value == "0" || value == "0s" {
@@ -96,8 +103,16 @@ func refuseZeroLimits(flags *pflag.FlagSet) error {
 	return nil
 }
 
-// apply sets the limits in config; zeros take the defaults.
-func (l serveLimits) apply(config *server.Config) {
+// apply sets the limits in config; zeros take the defaults. Host names in
+// the per-address overrides are resolved now, once, as Kafka does.
+func (l serveLimits) apply(config *server.Config) error {
+	if l.perIPOverrides != "" {
+		overrides, err := server.ParseConnectionOverrides(l.perIPOverrides, lookupHost)
+		if err != nil {
+			return fmt.Errorf("max.connections.per.ip.overrides: %w", err)
+		}
+		config.KafkaMaxConnectionsPerIPOverrides = overrides
+	}
 	config.KafkaMaxRequestBytes, config.KafkaQueuedMaxRequestBytes = l.maxRequestBytes, l.queuedMaxRequestBytes
 	config.KafkaQueuedMaxRequests = l.queuedMaxRequests
 	config.KafkaMaxConnections, config.KafkaMaxConnectionsPerIP = l.maxConnections, l.maxConnectionsPerIP
@@ -106,4 +121,9 @@ func (l serveLimits) apply(config *server.Config) {
 	config.KafkaMaxFetchBytes = l.fetchMaxBytes
 	config.KafkaMaxTopicsPerRequest, config.KafkaMaxPartitionsPerRequest = l.maxTopicsPerRequest, l.maxPartitionsPerRequest
 	config.MaxDecompressedBatchBytes, config.KafkaMaxWaitingFetches = l.maxDecompressedBytes, l.maxWaitingFetches
+	return nil
+}
+
+func lookupHost(host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(context.Background(), "ip", host)
 }

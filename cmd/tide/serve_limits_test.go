@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +18,8 @@ func TestServeLimitsFromProperties(t *testing.T) {
 		"socket.request.max.bytes=2000000\nqueued.max.request.bytes=8000000\nqueued.max.requests=50\n" +
 		"max.connections=300\nmax.connections.per.ip=20\nconnections.max.idle.ms=60000\n" +
 		"tide.max.in.flight.requests.per.connection=7\nfetch.max.bytes=1000000\ntide.request.body.timeout.ms=5000\n" +
-		"tide.max.topics.per.request=40\ntide.max.partitions.per.request=400\ntide.max.decompressed.batch.bytes=9000000\ntide.max.waiting.fetches=99\n"
+		"tide.max.topics.per.request=40\ntide.max.partitions.per.request=400\ntide.max.decompressed.batch.bytes=9000000\ntide.max.waiting.fetches=99\n" +
+		"max.connections.per.ip.overrides=localhost:30,127.0.0.2:0, [::1]:50\n"
 	if err := os.WriteFile(properties, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +41,11 @@ func TestServeLimitsFromProperties(t *testing.T) {
 		config.KafkaMaxWaitingFetches != 99 {
 		t.Fatalf("got %+v", config)
 	}
+	overrides := config.KafkaMaxConnectionsPerIPOverrides
+	if overrides[netip.MustParseAddr("127.0.0.2")] != 0 || overrides[netip.MustParseAddr("::1")] != 50 ||
+		overrides[netip.MustParseAddr("127.0.0.1")] != 30 {
+		t.Fatalf("max.connections.per.ip.overrides: got %v", overrides)
+	}
 }
 
 // A limit that cannot work is refused at start with one line naming it.
@@ -58,6 +65,9 @@ func TestServeRefusesBadLimits(t *testing.T) {
 		{"--max-partitions-per-request", "3", "tide.max.partitions.per.request"},
 		{"--max-decompressed-batch-bytes", "-1", "tide.max.decompressed.batch.bytes"},
 		{"--max-waiting-fetches", "-1", "tide.max.waiting.fetches"},
+		{"--max-connections-per-ip-overrides", "127.0.0.1", "max.connections.per.ip.overrides"},
+		{"--max-connections-per-ip-overrides", "127.0.0.1:-3", "max.connections.per.ip.overrides"},
+		{"--max-connections-per-ip-overrides", "no-such-host.invalid:3", "max.connections.per.ip.overrides"},
 	} {
 		_, err := run(append(base, bad[0], bad[1])...)
 		if err == nil || exitCode(err) != 2 {

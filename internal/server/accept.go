@@ -69,7 +69,7 @@ func (k *kafkaListener) admit(c net.Conn) (*kafkaConn, string) {
 		return nil, ""
 	case len(k.conns) >= k.maxConnections:
 		return nil, "max.connections reached"
-	case k.maxConnectionsPerIP > 0 && k.perIP[address] >= k.maxConnectionsPerIP:
+	case k.overLimitPerIP(address):
 		return nil, "max.connections.per.ip reached"
 	}
 	cn := newKafkaConn(c, k.shared)
@@ -77,6 +77,16 @@ func (k *kafkaListener) admit(c net.Conn) (*kafkaConn, string) {
 	k.conns[cn] = struct{}{}
 	k.perIP[address]++
 	return cn, ""
+}
+
+// overLimitPerIP says whether address has all the connections it may
+// have: its override's count, or else max.connections.per.ip (0: no
+// limit). Callers hold k.mu.
+func (k *kafkaListener) overLimitPerIP(address netip.Addr) bool {
+	if limit, ok := k.perIPOverrides[address]; ok {
+		return k.perIP[address] >= limit
+	}
+	return k.maxConnectionsPerIP > 0 && k.perIP[address] >= k.maxConnectionsPerIP
 }
 
 // remove forgets a closed connection, making room for another.

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -276,4 +278,62 @@ func TestKafkaListenerSurvivesEMFILE(t *testing.T) {
 	syscall.Setrlimit(syscall.RLIMIT_NOFILE, &original)
 	askApiVersions(t, c, 5*time.Second)
 	t.Logf("%d accept failures logged while out of descriptors", logs.count("kafka accept failed"))
+}
+
+// max.connections.per.ip.overrides replaces the per-address limit for the
+// addresses it names: 127.0.0.2 may have none at all, 127.0.0.1 more than
+// the others' one.
+func TestConnectionOverridesReplaceThePerAddressLimit(t *testing.T) {
+	node := startLimitedNode(t, func(c *Config) {
+		c.KafkaMaxConnectionsPerIP = 1
+		c.KafkaMaxConnectionsPerIPOverrides = map[netip.Addr]int{netip.MustParseAddr("127.0.0.2"): 0, netip.MustParseAddr("127.0.0.1"): 3}
+	}, nil)
+	address := node.KafkaAddr()
+	refused := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	if probe, err := refused.Dial("tcp", address); err != nil {
+		t.Skipf("cannot dial from 127.0.0.2 (needs the whole of 127.0.0.0/8 on loopback, as Linux has): %v", err)
+	} else {
+		probe.Close()
+	}
+	expectRefused(t, refused, address)
+	for range 3 {
+		c, err := net.Dial("tcp", address)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		askApiVersions(t, c, 5*time.Second)
+	}
+	expectRefused(t, &net.Dialer{}, address)
+	other := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 3)}}
+	c, err := other.Dial("tcp", address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	askApiVersions(t, c, 5*time.Second)
+	expectRefused(t, other, address)
+}
+
+func TestParseConnectionOverrides(t *testing.T) {
+	resolve := func(host string) ([]netip.Addr, error) {
+		if host == "proxy" {
+			return []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")}, nil
+		}
+		return nil, errors.New("no such host")
+	}
+	got, err := ParseConnectionOverrides(" 127.0.0.1:5, proxy:100,[::1]:0,::ffff:10.0.0.2:7", resolve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[netip.Addr]int{netip.MustParseAddr("127.0.0.1"): 5, netip.MustParseAddr("10.0.0.1"): 100,
+		netip.MustParseAddr("10.0.0.2"): 7, netip.MustParseAddr("::1"): 0}
+	if !maps.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for _, bad := range []string{"127.0.0.1", "127.0.0.1:", "127.0.0.1:x", "127.0.0.1:-1", "nowhere:3", ":4"} {
+		if _, err := ParseConnectionOverrides(bad, resolve); err == nil {
+			t.Errorf("%q: parsed", bad)
+		}
+	}
 }

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
+	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -93,6 +96,12 @@ type Config struct {
 	// connection over either is accepted and closed at once.
 	KafkaMaxConnections      int
 	KafkaMaxConnectionsPerIP int
+	// KafkaMaxConnectionsPerIPOverrides replaces KafkaMaxConnectionsPerIP
+	// for the addresses it names (max.connections.per.ip.overrides; 0
+	// refuses every connection from that address), so a known proxy or
+	// a trusted host can have more than everyone else, or a noisy one
+	// fewer.
+	KafkaMaxConnectionsPerIPOverrides map[netip.Addr]int
 	// KafkaQueuedMaxRequestBytes and KafkaQueuedMaxRequests bound, over
 	// every connection, the requests read and not yet taken by the node
 	// loop (queued.max.request.bytes, queued.max.requests): at the limit
@@ -257,6 +266,8 @@ func (c Config) validateKafkaLimits() error {
 		return fmt.Errorf("max.connections %d: want at least 1", c.KafkaMaxConnections)
 	case c.KafkaMaxConnectionsPerIP < 0:
 		return fmt.Errorf("max.connections.per.ip %d: want 0 (no limit) or more", c.KafkaMaxConnectionsPerIP)
+	case negativeOverride(c.KafkaMaxConnectionsPerIPOverrides) != "":
+		return fmt.Errorf("max.connections.per.ip.overrides: %s", negativeOverride(c.KafkaMaxConnectionsPerIPOverrides))
 	case c.KafkaIdleTimeout < time.Second:
 		return fmt.Errorf("connections.max.idle.ms %s: want at least a second", c.KafkaIdleTimeout)
 	case c.KafkaRequestBodyTimeout < time.Second:
@@ -347,3 +358,46 @@ func (c Config) ticks(d time.Duration) int64 { return max(1, int64(d/c.Tick)) }
 // data unacknowledged before it is given up and redialed: a session. A
 // peer that acknowledges nothing for that long has been fenced anyway.
 func (c Config) peerUnackedTimeout() time.Duration { return c.SessionTimeout }
+
+func negativeOverride(overrides map[netip.Addr]int) string {
+	for _, address := range slices.SortedFunc(maps.Keys(overrides), netip.Addr.Compare) {
+		if overrides[address] < 0 {
+			return fmt.Sprintf("%s:%d: want 0 (no connections) or more", address, overrides[address])
+		}
+	}
+	return ""
+}
+
+// ParseConnectionOverrides parses max.connections.per.ip.overrides, as
+// Kafka writes it: host:count pairs separated by commas, a host being an
+// IP address or a name that resolve turns into its addresses (every one
+// of them gets the count; a later pair wins). An IPv6 address goes in
+// brackets.
+func ParseConnectionOverrides(text string, resolve func(host string) ([]netip.Addr, error)) (map[netip.Addr]int, error) {
+	overrides := map[netip.Addr]int{}
+	for _, item := range strings.Split(text, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		colon := strings.LastIndex(item, ":")
+		if colon <= 0 {
+			return nil, fmt.Errorf("%q: want host:count", item)
+		}
+		host := strings.TrimSuffix(strings.TrimPrefix(item[:colon], "["), "]")
+		count, err := strconv.Atoi(item[colon+1:])
+		if err != nil || count < 0 {
+			return nil, fmt.Errorf("%q: want a count of 0 or more after the colon", item)
+		}
+		addresses := []netip.Addr{}
+		if address, err := netip.ParseAddr(host); err == nil {
+			addresses = append(addresses, address.Unmap())
+		} else if addresses, err = resolve(host); err != nil || len(addresses) == 0 {
+			return nil, fmt.Errorf("%q: %s is neither an IP address nor a name that resolves (%v)", item, host, err)
+		}
+		for _, address := range addresses {
+			overrides[address.Unmap()] = count
+		}
+	}
+	return overrides, nil
+}

@@ -25,6 +25,9 @@ type kafkaListener struct {
 	// max.connections.per.ip (0: no limit per address).
 	maxConnections      int
 	maxConnectionsPerIP int
+	// perIPOverrides replaces maxConnectionsPerIP for some addresses
+	// (max.connections.per.ip.overrides).
+	perIPOverrides map[netip.Addr]int
 	// refusedConnections and acceptFailed are sampled: a client that
 	// reconnects in a loop, or a listener out of descriptors, would
 	// otherwise write a line per try.
@@ -71,7 +74,7 @@ func (s *Server) newKafkaListener(listener net.Listener, advertised string, wire
 		refused: newSampledLog(s.log, slog.LevelWarn, "kafka request refused, closing the connection"),
 	}
 	return &kafkaListener{listener: listener, advertised: advertised, wire: wireConfig, shared: shared,
-		maxConnections: c.KafkaMaxConnections, maxConnectionsPerIP: c.KafkaMaxConnectionsPerIP,
+		maxConnections: c.KafkaMaxConnections, maxConnectionsPerIP: c.KafkaMaxConnectionsPerIP, perIPOverrides: c.KafkaMaxConnectionsPerIPOverrides,
 		refusedConnections: newSampledLog(s.log, slog.LevelWarn, "kafka connection refused"),
 		acceptFailed:       newSampledLog(s.log, slog.LevelError, "kafka accept failed, retrying"),
 		conns:              map[*kafkaConn]struct{}{}, perIP: map[netip.Addr]int{}}
