@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,6 +25,7 @@ type lifecycleWorld struct {
 func newLifecycleWorld(t *testing.T) *lifecycleWorld {
 	storage := raft.NewMemoryStorage()
 	q, err := quorum.New(quorum.Config{ID: 1, Voters: []metadata.BrokerID{1}, Storage: storage, ElectionTicks: 10, HeartbeatTicks: 1,
+		Random:              rand.NewChaCha8([32]byte{'t'}),
 		SessionTimeoutTicks: 50, SnapshotEntries: 1000, MaxHistoryEntries: 1000, MaxWaitingAnswers: 100, MaxEntryBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)

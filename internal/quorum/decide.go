@@ -103,11 +103,11 @@ func (q *Quorum) decide(request Request, answer *Answer) ([]metadata.Record, err
 		answer.AlterPartition = &response
 		return records, err
 	case request.CreateTopic != nil:
-		records, code, err := controller.CreateTopic(img, *request.CreateTopic)
+		records, code, err := controller.CreateTopic(img, *request.CreateTopic, q.config.Random)
 		answer.ErrorCode = code
 		return records, err
 	case request.DeleteTopic != nil:
-		records, code, err := controller.DeleteTopic(img, request.DeleteTopic.Name)
+		records, code, err := controller.DeleteTopic(img, request.DeleteTopic.Name, request.DeleteTopic.ID)
 		answer.ErrorCode = code
 		return records, err
 	case request.ElectPreferred != nil:
@@ -142,6 +142,22 @@ func (q *Quorum) fenceExpired() {
 	records, err := controller.FenceExpired(q.speculative, q.lastHeartbeat, q.now, q.config.SessionTimeoutTicks)
 	if err != nil {
 		panic(fmt.Sprintf("quorum: fencing: %v", err))
+	}
+	if len(records) > 0 {
+		q.propose(records)
+	}
+}
+
+// assignMissingTopicIDs runs the upgrade step of a metadata log written
+// before topic ids: the active controller proposes ids for the topics that
+// have none (controller.AssignMissingTopicIDs), a bounded batch per tick.
+// Deciding against the speculative image, which holds what is proposed,
+// it never proposes an id twice; a proposal raft drops is decided again at
+// the next tick.
+func (q *Quorum) assignMissingTopicIDs() {
+	records, err := controller.AssignMissingTopicIDs(q.speculative, q.config.Random)
+	if err != nil {
+		panic(fmt.Sprintf("quorum: assigning topic ids: %v", err))
 	}
 	if len(records) > 0 {
 		q.propose(records)
