@@ -8,9 +8,9 @@ import (
 // LoadImage replaces the broker's metadata with an image at a later
 // offset: for a broker further behind the metadata log than the controller
 // keeps entries. Like ApplyMetadata it publishes only the final state to
-// the replicas; topics the image no longer has are dropped. (Without topic
-// ids, a topic deleted and created again under the same name in the gap
-// reuses the old partition directories: a known limit.)
+// the replicas; topics the image no longer has, or has under another
+// topic id (deleted and created again in the gap), are dropped and their
+// directories set aside (dropTopic).
 func (n *Node) LoadImage(img *metadata.Image) error {
 	if img.Offset() <= n.image.Offset() {
 		return nil
@@ -18,8 +18,9 @@ func (n *Node) LoadImage(img *metadata.Image) error {
 	previous := n.image
 	n.image = img.Clone()
 	for _, name := range previous.Topics() {
-		if _, ok := n.image.Topic(name); !ok {
-			n.dropTopic(name)
+		old, _ := previous.Topic(name)
+		if current, ok := n.image.Topic(name); !ok || current.ID != old.ID {
+			n.dropTopic(old)
 		}
 	}
 	brokers := n.image.Brokers()
