@@ -73,3 +73,39 @@ func TestDeleteTopicsByID(t *testing.T) {
 		t.Fatalf("deleted the wrong topics: %v", backend.TopicNames())
 	}
 }
+
+// Fetch v13+ names topics by id: a consumer still holding a deleted
+// topic's id gets UNKNOWN_TOPIC_ID, not the topic that took its name; the
+// current id is served, and answered by id.
+func TestFetchByTopicID(t *testing.T) {
+	backend := newFakeBackend()
+	backend.addTopic("ghost", 1, 0)
+	deleted := backend.topics["ghost"].id
+	delete(backend.topics, "ghost")
+	backend.addTopic("ghost", 1, 0)
+	current := backend.topics["ghost"].id
+	h := newTestHandler(t, backend)
+	for _, version := range []int16{13, 15} {
+		request := kmsg.NewPtrFetchRequest()
+		request.Version, request.ReplicaID, request.MaxBytes = version, -1, 1<<20
+		for _, id := range [][16]byte{deleted, current} {
+			topic := kmsg.NewFetchRequestTopic()
+			topic.TopicID = id
+			partition := kmsg.NewFetchRequestTopicPartition()
+			partition.PartitionMaxBytes = 1 << 20
+			topic.Partitions = append(topic.Partitions, partition)
+			request.Topics = append(request.Topics, topic)
+		}
+		response := roundTrip(t, h, request).(*kmsg.FetchResponse)
+		if len(response.Topics) != 2 {
+			t.Fatalf("v%d: %+v", version, response.Topics)
+		}
+		served, refused := response.Topics[0], response.Topics[1]
+		if served.TopicID != current || served.Partitions[0].ErrorCode != 0 {
+			t.Fatalf("v%d: the current id got %+v", version, served)
+		}
+		if refused.TopicID != deleted || refused.Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
+			t.Fatalf("v%d: the deleted id got %+v", version, refused)
+		}
+	}
+}
