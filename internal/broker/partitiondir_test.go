@@ -284,3 +284,30 @@ func TestCorruptPartitionMetadata(t *testing.T) {
 		t.Fatalf("served a directory with an unreadable partition.metadata: %v", n.Failed())
 	}
 }
+
+// A broker further behind than the history gets a snapshot: a topic it
+// served without an id that now has one is the same topic, given its id
+// in the gap; its records stay and its directory gets the id.
+func TestSnapshotWithAnAssignedTopicID(t *testing.T) {
+	fs := disk.NewMem()
+	n := newDiskNode(fs, 5)
+	var log metadataLog
+	mustApply(t, n, log.add(append(brokerOnly, createGhost(metadata.NoTopicID))...))
+	produceTo(t, n, ghost, 2)
+	log.add(metadata.AssignTopicID{Name: "ghost", ID: firstID})
+	img := metadata.NewImage()
+	for _, entry := range log.entries {
+		if _, err := img.Apply(entry); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.LoadImage(img); err != nil {
+		t.Fatal(err)
+	}
+	if end := logEnd(t, n, ghost); end != 2 {
+		t.Fatalf("log end %d after the snapshot", end)
+	}
+	if id, found, err := n.readDirectoryTopicID("data/ghost-0"); !found || err != nil || id != firstID {
+		t.Fatalf("partition.metadata holds %v, %v, %v", id, found, err)
+	}
+}

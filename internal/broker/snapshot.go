@@ -10,7 +10,11 @@ import (
 // keeps entries. Like ApplyMetadata it publishes only the final state to
 // the replicas; topics the image no longer has, or has under another
 // topic id (deleted and created again in the gap), are dropped and their
-// directories set aside (dropTopic).
+// directories set aside (dropTopic). A topic that had no id and has one
+// now is taken for the same topic, given its id in the gap, and its
+// directories get the id: the image cannot tell that from a topic of a
+// build before topic ids deleted and created again in the gap, and
+// keeping records is the safe mistake.
 func (n *Node) LoadImage(img *metadata.Image) error {
 	if img.Offset() <= n.image.Offset() {
 		return nil
@@ -19,8 +23,14 @@ func (n *Node) LoadImage(img *metadata.Image) error {
 	n.image = img.Clone()
 	for _, name := range previous.Topics() {
 		old, _ := previous.Topic(name)
-		if current, ok := n.image.Topic(name); !ok || current.ID != old.ID {
+		current, ok := n.image.Topic(name)
+		switch {
+		case !ok || !old.ID.IsZero() && current.ID != old.ID:
 			n.dropTopic(old)
+		case old.ID.IsZero() && !current.ID.IsZero():
+			// Taken for the id assigned in the gap (AssignTopicID), not a
+			// topic created again: dropping it could delete live records.
+			n.adoptTopicID(name, current.ID)
 		}
 	}
 	brokers := n.image.Brokers()

@@ -47,6 +47,7 @@ func (img *Image) Apply(entry Entry) (applied bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("offset %d: %v: %w", entry.Offset, entry.Record, err)
 	}
+	img.topicsByID = nil // rebuilt on demand, once the topics may have changed
 	img.nextOffset++
 	return applied, nil
 }

@@ -39,6 +39,9 @@ type Image struct {
 	// nextProducerID is the first producer id no broker has been handed
 	// (ProducerIDs records); it only grows.
 	nextProducerID int64
+	// topicsByID indexes topics by id, built when first needed and
+	// dropped whenever a record changes the topics (topicIDIndex).
+	topicsByID map[TopicID]string
 }
 
 type brokerRegistration struct {

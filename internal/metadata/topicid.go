@@ -101,16 +101,27 @@ func (r AssignTopicID) String() string {
 }
 
 // TopicByID returns the name of the topic with id; the zero id names none.
+// Fetch v13+ asks for every topic of every fetch, so it is a map lookup.
 func (img *Image) TopicByID(id TopicID) (string, bool) {
 	if id.IsZero() {
 		return "", false
 	}
-	for name, topic := range img.topics {
-		if topic.id == id {
-			return name, true
+	name, ok := img.topicIDIndex()[id]
+	return name, ok
+}
+
+// topicIDIndex returns the index of topics by id, building it if a record
+// applied since the last build dropped it.
+func (img *Image) topicIDIndex() map[TopicID]string {
+	if img.topicsByID == nil {
+		img.topicsByID = make(map[TopicID]string, len(img.topics))
+		for name, topic := range img.topics {
+			if !topic.id.IsZero() {
+				img.topicsByID[topic.id] = name
+			}
 		}
 	}
-	return "", false
+	return img.topicsByID
 }
 
 // TopicID returns a topic's id, NoTopicID for a topic that has none yet.

@@ -16,6 +16,7 @@ import (
 // heartbeated to the previous controller.
 func (q *Quorum) activate() {
 	q.active, q.activeTerm = true, q.term
+	q.topicIDsAssigned = false
 	q.speculative = q.image.Clone()
 	q.proposed, q.appliedProposal = 0, 0
 	q.lastHeartbeat = map[metadata.BrokerID]int64{}
@@ -155,13 +156,20 @@ func (q *Quorum) fenceExpired() {
 // it never proposes an id twice; a proposal raft drops is decided again at
 // the next tick.
 func (q *Quorum) assignMissingTopicIDs() {
+	if q.topicIDsAssigned {
+		return
+	}
 	records, err := controller.AssignMissingTopicIDs(q.speculative, q.config.Random)
 	if err != nil {
 		panic(fmt.Sprintf("quorum: assigning topic ids: %v", err))
 	}
 	if len(records) > 0 {
 		q.propose(records)
+		return
 	}
+	// Topics created from now on come with their id: nothing to look for
+	// until the next activation.
+	q.topicIDsAssigned = true
 }
 
 // propose appends records to the log as one entry, and to the speculative

@@ -111,6 +111,9 @@ type Quorum struct {
 	config Config
 	raw    *raft.RawNode
 	now    int64
+	// topicIDsAssigned is set once the active controller found no topic
+	// without an id left to assign (assignMissingTopicIDs).
+	topicIDsAssigned bool
 
 	// term and leader are raft's, as of the last Tick or Step.
 	term   uint64
