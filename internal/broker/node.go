@@ -9,8 +9,11 @@
 // What it decides: which replica a request or message is for, the order a
 // Ready is carried out in, that a dirty log is synced once per SyncDirty
 // however many appends asked for it, whether a fetch's records are read or
-// handed out as file chunks (ZeroCopyReads), and that a partition whose log
-// failed goes offline. What it never touches: the Kafka protocol (wire),
+// handed out as file chunks (ZeroCopyReads), that a partition whose log
+// failed goes offline, that a partition directory holding another topic's
+// id (partition.metadata, KIP-516) is never served, and that a deleted
+// topic's directories are renamed aside at once and removed a bounded
+// number of files per Tick (partitiondir.go). What it never touches: the Kafka protocol (wire),
 // sockets, goroutines, the clock (time comes in as Tick), randomness;
 // files only through the disk.FS it is given and the partition logs over
 // it. internal/lint holds it to that. (The logs it opens still default
