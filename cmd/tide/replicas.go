@@ -60,7 +60,7 @@ func (o *clientOptions) replicaStates(ctx context.Context, client *kgo.Client, m
 		wait.Go(func() {
 			var answered map[int32]replicaState
 			if known[broker] {
-				answered = queryReplicas(attempt, client.Broker(int(broker)), *topic.Topic, partitions)
+				answered = queryReplicas(attempt, client.Broker(int(broker)), *topic.Topic, topic.TopicID, partitions)
 			} else {
 				answered = unreachable(partitions, fmt.Errorf("not in the cluster's broker list"))
 			}
@@ -88,7 +88,7 @@ func unreachable(partitions []int32, err error) map[int32]replicaState {
 // no records (a debugging fetch reads at most up to the high watermark) and
 // brings back the high watermark and log start offset. A partition whose
 // ListOffsets failed is not fetched: its error is the answer.
-func queryReplicas(ctx context.Context, broker *kgo.Broker, topic string, partitions []int32) map[int32]replicaState {
+func queryReplicas(ctx context.Context, broker *kgo.Broker, topic string, topicID [16]byte, partitions []int32) map[int32]replicaState {
 	states := map[int32]replicaState{}
 	listed, err := broker.Request(ctx, debugListOffsets(topic, partitions))
 	if err != nil {
@@ -114,7 +114,7 @@ func queryReplicas(ctx context.Context, broker *kgo.Broker, topic string, partit
 	if len(fetchable) == 0 {
 		return states
 	}
-	fetched, err := broker.Request(ctx, debugFetch(topic, fetchable, states))
+	fetched, err := broker.Request(ctx, debugFetch(topic, topicID, fetchable, states))
 	if err != nil {
 		return unreachable(partitions, err)
 	}
@@ -153,14 +153,15 @@ func debugListOffsets(topic string, partitions []int32) *kmsg.ListOffsetsRequest
 
 // debugFetch fetches each partition at its log end offset as the debugging
 // replica, waiting for nothing, with room for one byte: the answer is the
-// offsets, not records.
-func debugFetch(topic string, partitions []int32, states map[int32]replicaState) *kmsg.FetchRequest {
+// offsets, not records. The topic goes by name and by id: kgo sends the
+// broker's highest Fetch version, and v13+ name topics by id (KIP-516).
+func debugFetch(topic string, topicID [16]byte, partitions []int32, states map[int32]replicaState) *kmsg.FetchRequest {
 	request := kmsg.NewPtrFetchRequest()
 	request.ReplicaID, request.ReplicaState.ID = debugReplicaID, debugReplicaID
 	request.MaxWaitMillis, request.MinBytes, request.MaxBytes = 0, 0, 1
 	request.SessionEpoch = -1 // no fetch session
 	entry := kmsg.NewFetchRequestTopic()
-	entry.Topic = topic
+	entry.Topic, entry.TopicID = topic, topicID
 	for _, partition := range partitions {
 		part := kmsg.NewFetchRequestTopicPartition()
 		part.Partition, part.FetchOffset, part.PartitionMaxBytes = partition, states[partition].logEndOffset, 1

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/wire"
 )
 
@@ -175,7 +176,7 @@ does not answer within --timeout is shown as unreachable.`,
 // leader serves them to consumers: the range [earliest, latest) a consumer
 // can read.
 func printTopic(out io.Writer, name string, topic kmsg.MetadataResponseTopic, offsets partitionOffsets, replicas map[replicaKey]replicaState) {
-	fmt.Fprintf(out, "topic %s: partitions %d\n", name, len(topic.Partitions))
+	fmt.Fprintf(out, "topic %s: partitions %d, topic id %s\n", name, len(topic.Partitions), metadata.TopicID(topic.TopicID))
 	for _, p := range topic.Partitions {
 		status := "offsets unknown without a leader"
 		if known, ok := offsets[p.Partition]; ok {

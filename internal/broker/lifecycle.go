@@ -288,6 +288,11 @@ func (l *Lifecycle) handleHeartbeat(answer quorum.Answer) error {
 	if err := l.node.ApplyMetadata(heartbeat.Entries); err != nil {
 		return err
 	}
+	if heartbeat.Snapshot == nil && (l.config.MaxEntries <= 0 || len(heartbeat.Entries) < l.config.MaxEntries) {
+		if err := l.node.MarkCaughtUp(); err != nil {
+			return err
+		}
+	}
 	if l.shutdown && heartbeat.Fenced {
 		l.fenced = true
 	}

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,6 +26,7 @@ type lifecycleWorld struct {
 func newLifecycleWorld(t *testing.T) *lifecycleWorld {
 	storage := raft.NewMemoryStorage()
 	q, err := quorum.New(quorum.Config{ID: 1, Voters: []metadata.BrokerID{1}, Storage: storage, ElectionTicks: 10, HeartbeatTicks: 1,
+		Random:              rand.NewChaCha8([32]byte{'t'}),
 		SessionTimeoutTicks: 50, SnapshotEntries: 1000, MaxHistoryEntries: 1000, MaxWaitingAnswers: 100, MaxEntryBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
@@ -203,4 +206,43 @@ func TestLifecycleIgnoresAnswersToAnEarlierIncarnation(t *testing.T) {
 	if second.Epoch() != 20 {
 		t.Fatalf("epoch %d, want its own, 20", second.Epoch())
 	}
+}
+
+// A broker catching up on a metadata log longer than one answer carries
+// is marked caught up (and so may set aside directories of other topic
+// ids, MarkCaughtUp) only once an answer carries less than it could: after
+// it has applied every topic the log held.
+func TestLifecycleMarksCaughtUpAtTheEndOfTheLog(t *testing.T) {
+	w := newLifecycleWorld(t)
+	w.stepUntil("unfenced", func() bool {
+		state, ok := w.quorum.Image().Broker(1)
+		return w.lifecycle.Node() != nil && ok && !state.Fenced
+	})
+	for i := range 6 {
+		request := quorum.Request{ID: uint64(100 + i), From: 1, CreateTopic: &controller.CreateTopicRequest{
+			Name: fmt.Sprintf("t%d", i), Partitions: 1, ReplicationFactor: 1}}
+		if err := w.quorum.HandleRequest(request); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.stepUntil("the topics committed", func() bool { return len(w.quorum.Image().Topics()) == 6 })
+	end := w.quorum.Image().Offset()
+
+	var err error
+	w.lifecycle, err = NewLifecycle(LifecycleConfig{ID: 1, Incarnation: "b1-2", PreviousEpoch: metadata.NoBrokerEpoch,
+		Voters: []metadata.BrokerID{1}, HeartbeatTicks: 2, RequestTimeoutTicks: 20, MaxEntries: 2, FirstRequestID: 1 << 20,
+		NewNode: func(epoch metadata.BrokerEpoch) *Node {
+			return New(Config{ID: 1, FS: disk.NewMem(), Dir: "data", FlushAlways: true, SegmentBytes: 1 << 20, MaxBatchBytes: 1 << 16,
+				ReplicaLagTicks: 100, FetchRetryTicks: 10, ProposalRetryTicks: 10, MaxPendingProduces: 100}, epoch)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.stepUntil("caught up", func() bool {
+		node := w.lifecycle.Node()
+		if node != nil && node.caughtUp && node.MetadataOffset() < end {
+			t.Fatalf("caught up at metadata offset %d, the log ends at %d", node.MetadataOffset(), end)
+		}
+		return node != nil && node.caughtUp
+	})
 }

@@ -9,8 +9,11 @@
 // What it decides: which replica a request or message is for, the order a
 // Ready is carried out in, that a dirty log is synced once per SyncDirty
 // however many appends asked for it, whether a fetch's records are read or
-// handed out as file chunks (ZeroCopyReads), and that a partition whose log
-// failed goes offline. What it never touches: the Kafka protocol (wire),
+// handed out as file chunks (ZeroCopyReads), that a partition whose log
+// failed goes offline, that a partition directory holding another topic's
+// id (partition.metadata, KIP-516) is never served, and that a deleted
+// topic's directories are renamed aside at once and removed a bounded
+// number of files per Tick (partitiondir.go). What it never touches: the Kafka protocol (wire),
 // sockets, goroutines, the clock (time comes in as Tick), randomness;
 // files only through the disk.FS it is given and the partition logs over
 // it. internal/lint holds it to that. (The logs it opens still default
@@ -26,7 +29,6 @@ package broker
 
 import (
 	"fmt"
-	"path"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -69,6 +71,9 @@ type Config struct {
 	// write from the files (with sendfile, for real ones). Records above
 	// the high watermark, which a truncation may change, are always read.
 	ZeroCopyReads bool
+	// DeletedFilesPerTick bounds the files of deleted partition
+	// directories removed per Tick; zero means 64.
+	DeletedFilesPerTick int
 }
 
 // partition is one hosted partition: its replica and its log.
@@ -101,6 +106,22 @@ type Node struct {
 	// now counts Ticks, for retrying requests to the controller.
 	now         int64
 	producerIDs producerIDs
+	// stale are the partitions held back because their directory holds
+	// another topic's id that is not known to be deleted yet, with that id
+	// (rule directory-topic-id).
+	stale map[metadata.TopicPartition]metadata.TopicID
+	// deletedTopicIDs are the ids of the topics this incarnation saw
+	// deleted: a directory holding one is garbage.
+	deletedTopicIDs map[metadata.TopicID]bool
+	// caughtUp is set once the node has applied the whole metadata log
+	// (MarkCaughtUp).
+	caughtUp bool
+	// deletions are the directories set aside and not yet removed, in
+	// order; deletionsScanned is set once the leftovers of earlier
+	// incarnations are queued; deletionsNamed counts the renames.
+	deletions        []string
+	deletionsScanned bool
+	deletionsNamed   uint64
 }
 
 type producerKey struct {
@@ -117,11 +138,13 @@ type pendingProducer struct {
 func New(config Config, epoch metadata.BrokerEpoch) *Node {
 	return &Node{
 		config: config, epoch: epoch, image: metadata.NewImage(),
-		partitions:  map[metadata.TopicPartition]*partition{},
-		failed:      map[metadata.TopicPartition]error{},
-		producers:   map[producerKey]pendingProducer{},
-		unsynced:    map[metadata.TopicPartition]bool{},
-		producerIDs: producerIDs{requestedTick: -1},
+		partitions:      map[metadata.TopicPartition]*partition{},
+		failed:          map[metadata.TopicPartition]error{},
+		producers:       map[producerKey]pendingProducer{},
+		unsynced:        map[metadata.TopicPartition]bool{},
+		producerIDs:     producerIDs{requestedTick: -1},
+		stale:           map[metadata.TopicPartition]metadata.TopicID{},
+		deletedTopicIDs: map[metadata.TopicID]bool{},
 	}
 }
 
@@ -235,6 +258,10 @@ func (n *Node) ApplyMetadata(entries []metadata.Entry) error {
 		if entry.Offset <= n.image.Offset() {
 			continue // already applied: metadata is resent after losses
 		}
+		var deleted metadata.Topic
+		if rec, ok := entry.Record.(metadata.DeleteTopic); ok {
+			deleted, _ = n.image.Topic(rec.Name)
+		}
 		applied, err := n.image.Apply(entry)
 		if err != nil {
 			return fmt.Errorf("broker %d: metadata offset %d: %w", n.config.ID, entry.Offset, err)
@@ -250,7 +277,9 @@ func (n *Node) ApplyMetadata(entries []metadata.Entry) error {
 		case metadata.PartitionChange:
 			changed[rec.TopicPartition] = true
 		case metadata.DeleteTopic:
-			n.dropTopic(rec.Name)
+			n.dropTopic(deleted)
+		case metadata.AssignTopicID:
+			n.adoptTopicID(rec.Name, rec.ID)
 		case metadata.ProducerIDs:
 			// Blocks reach their broker in the controller's answer.
 		default:
@@ -324,12 +353,18 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	if _, failed := n.failed[tp]; failed {
 		return nil, nil
 	}
+	if _, stale := n.stale[tp]; stale {
+		return nil, nil
+	}
 	config, ok := n.image.TopicConfig(tp.Topic)
 	if !ok {
 		return nil, fmt.Errorf("broker %d: partition %s of an unknown topic", n.config.ID, tp)
 	}
+	if id, _ := n.image.TopicID(tp.Topic); !n.prepareDirectory(tp, id) {
+		return nil, nil
+	}
 	log, err := commitlog.Open(commitlog.Config{
-		FS: n.config.FS, Dir: path.Join(n.config.Dir, tp.String()),
+		FS: n.config.FS, Dir: n.partitionDirectory(tp),
 		SegmentBytes: n.config.SegmentBytes, MaxBatchBytes: n.config.MaxBatchBytes,
 		RetentionBytes: -1,
 	})
@@ -367,19 +402,10 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	return p, nil
 }
 
-func (n *Node) dropTopic(topic string) {
-	for _, tp := range n.Partitions() {
-		if tp.Topic == topic {
-			n.partitions[tp].log.Close()
-			delete(n.partitions, tp)
-			n.sorted = nil
-		}
-	}
-}
-
 // Tick advances every replica's clock by one tick.
 func (n *Node) Tick() {
 	n.now++
+	n.removeDeletions()
 	for _, tp := range n.Partitions() {
 		p := n.partitions[tp]
 		p.replica.Tick()

@@ -8,9 +8,13 @@ import (
 // LoadImage replaces the broker's metadata with an image at a later
 // offset: for a broker further behind the metadata log than the controller
 // keeps entries. Like ApplyMetadata it publishes only the final state to
-// the replicas; topics the image no longer has are dropped. (Without topic
-// ids, a topic deleted and created again under the same name in the gap
-// reuses the old partition directories: a known limit.)
+// the replicas; topics the image no longer has, or has under another
+// topic id (deleted and created again in the gap), are dropped and their
+// directories set aside (dropTopic). A topic that had no id and has one
+// now is taken for the same topic, given its id in the gap, and its
+// directories get the id: the image cannot tell that from a topic of a
+// build before topic ids deleted and created again in the gap, and
+// keeping records is the safe mistake.
 func (n *Node) LoadImage(img *metadata.Image) error {
 	if img.Offset() <= n.image.Offset() {
 		return nil
@@ -18,8 +22,15 @@ func (n *Node) LoadImage(img *metadata.Image) error {
 	previous := n.image
 	n.image = img.Clone()
 	for _, name := range previous.Topics() {
-		if _, ok := n.image.Topic(name); !ok {
-			n.dropTopic(name)
+		old, _ := previous.Topic(name)
+		current, ok := n.image.Topic(name)
+		switch {
+		case !ok || !old.ID.IsZero() && current.ID != old.ID:
+			n.dropTopic(old)
+		case old.ID.IsZero() && !current.ID.IsZero():
+			// Taken for the id assigned in the gap (AssignTopicID), not a
+			// topic created again: dropping it could delete live records.
+			n.adoptTopicID(name, current.ID)
 		}
 	}
 	brokers := n.image.Brokers()

@@ -103,7 +103,7 @@ func runTopicCommand(t *testing.T, c *cluster, d *datadriven.TestData) ([]metada
 	var name string
 	d.ScanArgs(t, "name", &name)
 	if d.Cmd == "delete-topic" {
-		records, code, err := DeleteTopic(c.image, name)
+		records, code, err := DeleteTopic(c.image, name, metadata.NoTopicID)
 		return records, CodeName(code), err
 	}
 	request := CreateTopicRequest{Name: name}
@@ -111,7 +111,7 @@ func runTopicCommand(t *testing.T, c *cluster, d *datadriven.TestData) ([]metada
 	d.ScanArgs(t, "rf", &request.ReplicationFactor)
 	d.MaybeScanArgs(t, "min-insync", &request.Config.MinInsyncReplicas)
 	request.Config.UncleanLeaderElection = d.HasArg("unclean")
-	records, code, err := CreateTopic(c.image, request)
+	records, code, err := CreateTopic(c.image, request, c.topicIDs)
 	return records, CodeName(code), err
 }
 

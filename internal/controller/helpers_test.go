@@ -2,6 +2,8 @@ package controller
 
 import (
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -13,11 +15,17 @@ import (
 type cluster struct {
 	t     testing.TB
 	image *metadata.Image
+	// topicIDs is the controller's random source for topic ids, seeded so
+	// that test output is stable.
+	topicIDs io.Reader
 }
 
 func newCluster(t testing.TB) *cluster {
-	return &cluster{t: t, image: metadata.NewImage()}
+	return &cluster{t: t, image: metadata.NewImage(), topicIDs: seededTopicIDs(1)}
 }
+
+// seededTopicIDs is a deterministic source of topic ids for tests.
+func seededTopicIDs(seed byte) io.Reader { return rand.NewChaCha8([32]byte{0: 't', 1: seed}) }
 
 // apply appends records to the image, failing the test on any error or
 // stale record: decisions must produce only records that apply.
@@ -67,7 +75,7 @@ func (c *cluster) createTopic(name string, partitions, replicationFactor, minIns
 	c.must(CreateTopic(c.image, CreateTopicRequest{
 		Name: name, Partitions: partitions, ReplicationFactor: replicationFactor,
 		Config: metadata.TopicConfig{MinInsyncReplicas: minInsyncReplicas, UncleanLeaderElection: unclean},
-	}))
+	}, c.topicIDs))
 }
 
 func (c *cluster) partition(topic string, index int32) metadata.PartitionState {

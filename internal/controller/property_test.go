@@ -118,7 +118,7 @@ func (s *simulation) randomEvent() (string, []metadata.Record, error) {
 	case draw < 62:
 		return s.createTopic()
 	case draw < 64:
-		records, code, err := DeleteTopic(s.image, randomTopicName(s.random))
+		records, code, err := DeleteTopic(s.image, randomTopicName(s.random), metadata.NoTopicID)
 		return "delete-topic " + CodeName(code), records, err
 	case draw < 65:
 		records, code, err := UnregisterBroker(s.image, id)
@@ -182,7 +182,7 @@ func (s *simulation) createTopic() (string, []metadata.Record, error) {
 			UncleanLeaderElection: s.random.IntN(3) == 0,
 		},
 	}
-	records, code, err := CreateTopic(s.image, request)
+	records, code, err := CreateTopic(s.image, request, seededTopicIDs(byte(s.random.IntN(256))))
 	return fmt.Sprintf("create-topic %+v %s", request, CodeName(code)), records, err
 }
 

@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"fmt"
 	"hash/fnv"
+	"io"
 	"slices"
 
 	"github.com/tidelog/tide/internal/metadata"
@@ -52,7 +54,12 @@ type CreateTopicRequest struct {
 // partition that many distinct available brokers, INVALID_CONFIG for
 // min.insync.replicas below 1 or above the replication factor (acks=all
 // writes could never succeed; Kafka accepts this, tide refuses it).
-func CreateTopic(img *metadata.Image, request CreateTopicRequest) ([]metadata.Record, int16, error) {
+//
+// The topic's id (KIP-516) is drawn from random, the controller's injected
+// source (metadata.NewTopicID): usable, and no other topic's, so a topic
+// created again under a deleted topic's name is told apart from it. A
+// source that fails is an error, like any broken decision.
+func CreateTopic(img *metadata.Image, request CreateTopicRequest, random io.Reader) ([]metadata.Record, int16, error) {
 	config := request.Config
 	if config.MinInsyncReplicas == 0 {
 		config.MinInsyncReplicas = 1
@@ -84,7 +91,11 @@ func CreateTopic(img *metadata.Image, request CreateTopicRequest) ([]metadata.Re
 	if request.Assignments != nil && !validAssignments(request, available) {
 		return nil, kerr.InvalidReplicaAssignment.Code, nil
 	}
-	record := metadata.CreateTopic{Name: request.Name, Config: config}
+	id, err := metadata.NewTopicID(img, random)
+	if err != nil {
+		return nil, 0, fmt.Errorf("controller: topic %q: %w", request.Name, err)
+	}
+	record := metadata.CreateTopic{Name: request.Name, ID: id, Config: config}
 	start := placementStart(request.Name, len(available))
 	for partition := range request.Partitions {
 		replicas := make([]metadata.BrokerID, request.ReplicationFactor)
@@ -157,9 +168,19 @@ func validTopicName(name string) bool {
 	return true
 }
 
-// DeleteTopic decides a topic's deletion: the DeleteTopic record, or
-// UNKNOWN_TOPIC_OR_PARTITION.
-func DeleteTopic(img *metadata.Image, name string) ([]metadata.Record, int16, error) {
+// DeleteTopic decides a topic's deletion, named by name (id NoTopicID) or
+// by id (name empty; DeleteTopics v6+): the DeleteTopic record, or
+// UNKNOWN_TOPIC_OR_PARTITION for an unknown name, UNKNOWN_TOPIC_ID for an
+// unknown id or one that is not the named topic's (the name now belongs
+// to a later topic: deleting it would delete what the caller never saw).
+func DeleteTopic(img *metadata.Image, name string, id metadata.TopicID) ([]metadata.Record, int16, error) {
+	if !id.IsZero() {
+		owner, ok := img.TopicByID(id)
+		if !ok || (name != "" && owner != name) {
+			return nil, kerr.UnknownTopicID.Code, nil
+		}
+		name = owner
+	}
 	if !topicExists(img, name) {
 		return nil, kerr.UnknownTopicOrPartition.Code, nil
 	}
@@ -168,4 +189,34 @@ func DeleteTopic(img *metadata.Image, name string) ([]metadata.Record, int16, er
 		return nil, 0, err
 	}
 	return d.records, 0, nil
+}
+
+// MaxTopicIDAssignments bounds the AssignTopicID records of one decision,
+// so that upgrading a log with many topics without ids takes a few bounded
+// proposals instead of one that could exceed the entry size limit.
+const MaxTopicIDAssignments = 256
+
+// AssignMissingTopicIDs decides the upgrade step for a metadata log written
+// before topic ids: one AssignTopicID for each topic without an id, by
+// name, at most MaxTopicIDAssignments, each id drawn from random as at
+// creation. None when every topic has its id. The active controller runs
+// it until none are left, as Kafka's controller gives ids to the topics it
+// takes over; brokers then write the ids into the topics' partition
+// directories.
+func AssignMissingTopicIDs(img *metadata.Image, random io.Reader) ([]metadata.Record, error) {
+	names := img.TopicsWithoutID()
+	if len(names) == 0 {
+		return nil, nil
+	}
+	d := newDecision(img)
+	for _, name := range names[:min(len(names), MaxTopicIDAssignments)] {
+		id, err := metadata.NewTopicID(d.image, random)
+		if err != nil {
+			return nil, fmt.Errorf("controller: topic %q: %w", name, err)
+		}
+		if err := d.append(metadata.AssignTopicID{Name: name, ID: id}); err != nil {
+			return nil, err
+		}
+	}
+	return d.records, nil
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -51,7 +52,7 @@ func TestCreateTopicCodes(t *testing.T) {
 	}
 	for _, test := range tests {
 		t.Run(test.name, func(t *testing.T) {
-			records, code, err := CreateTopic(c.image, test.request)
+			records, code, err := CreateTopic(c.image, test.request, c.topicIDs)
 			if err != nil || code != test.want {
 				t.Fatalf("got %s %v, want %s", CodeName(code), err, CodeName(test.want))
 			}
@@ -67,7 +68,7 @@ func TestCreateTopicAssigned(t *testing.T) {
 	c := newCluster(t)
 	c.register(1, 2, 3)
 	records, code, err := CreateTopic(c.image, CreateTopicRequest{Name: "orders", Partitions: 1, ReplicationFactor: 3,
-		Assignments: [][]metadata.BrokerID{{2, 3, 1}}})
+		Assignments: [][]metadata.BrokerID{{2, 3, 1}}}, c.topicIDs)
 	if err != nil || code != 0 {
 		t.Fatal(CodeName(code), err)
 	}
@@ -82,12 +83,12 @@ func TestCreateTopicPlacement(t *testing.T) {
 	c.register(1, 2, 3, 4, 5)
 	c.fence(5)
 	records, code, err := CreateTopic(c.image, CreateTopicRequest{Name: "orders", Partitions: 8, ReplicationFactor: 3,
-		Config: metadata.TopicConfig{MinInsyncReplicas: 2}})
+		Config: metadata.TopicConfig{MinInsyncReplicas: 2}}, seededTopicIDs(1))
 	if err != nil || code != 0 {
 		t.Fatal(CodeName(code), err)
 	}
 	again, _, _ := CreateTopic(c.image.Clone(), CreateTopicRequest{Name: "orders", Partitions: 8, ReplicationFactor: 3,
-		Config: metadata.TopicConfig{MinInsyncReplicas: 2}})
+		Config: metadata.TopicConfig{MinInsyncReplicas: 2}}, seededTopicIDs(1))
 	if describeRecords(again) != describeRecords(records) {
 		t.Errorf("placement is not deterministic")
 	}
@@ -115,7 +116,7 @@ func TestCreateTopicPlacement(t *testing.T) {
 	// all land their leader on the same broker.
 	starts := map[metadata.BrokerID]bool{}
 	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
-		records, _, _ := CreateTopic(c.image, CreateTopicRequest{Name: name, Partitions: 1, ReplicationFactor: 1})
+		records, _, _ := CreateTopic(c.image, CreateTopicRequest{Name: name, Partitions: 1, ReplicationFactor: 1}, c.topicIDs)
 		starts[records[0].(metadata.CreateTopic).Partitions[0].Leader] = true
 	}
 	if len(starts) < 2 {
@@ -127,10 +128,10 @@ func TestDeleteTopic(t *testing.T) {
 	c := newCluster(t)
 	c.register(1)
 	c.createTopic("orders", 1, 1, 1, false)
-	if _, code, _ := DeleteTopic(c.image, "nope"); code != kerr.UnknownTopicOrPartition.Code {
+	if _, code, _ := DeleteTopic(c.image, "nope", metadata.NoTopicID); code != kerr.UnknownTopicOrPartition.Code {
 		t.Errorf("got %s", CodeName(code))
 	}
-	records, code, err := DeleteTopic(c.image, "orders")
+	records, code, err := DeleteTopic(c.image, "orders", metadata.NoTopicID)
 	if err != nil || code != 0 {
 		t.Fatal(CodeName(code), err)
 	}
@@ -138,5 +139,72 @@ func TestDeleteTopic(t *testing.T) {
 	c.apply(records)
 	if len(c.image.Topics()) != 0 {
 		t.Errorf("topic still there")
+	}
+}
+
+// A topic created again under a deleted topic's name gets a new id, and a
+// deletion by id finds the topic that has it; an unknown id, or an id that
+// is not the named topic's, is UNKNOWN_TOPIC_ID.
+func TestTopicIDs(t *testing.T) {
+	c := newCluster(t)
+	c.register(1)
+	c.createTopic("ghost", 1, 1, 1, false)
+	first, _ := c.image.TopicID("ghost")
+	if !first.Usable() {
+		t.Fatalf("id %v", first)
+	}
+	c.apply(c.mustDelete(DeleteTopic(c.image, "", first)))
+	if _, code, _ := DeleteTopic(c.image, "", first); code != kerr.UnknownTopicID.Code {
+		t.Errorf("deleting a deleted id: %s", CodeName(code))
+	}
+	c.createTopic("ghost", 1, 1, 1, false)
+	second, _ := c.image.TopicID("ghost")
+	if second == first || !second.Usable() {
+		t.Fatalf("re-created with id %v after %v", second, first)
+	}
+	if _, code, _ := DeleteTopic(c.image, "ghost", first); code != kerr.UnknownTopicID.Code {
+		t.Errorf("deleting the new ghost under the old id: %s", CodeName(code))
+	}
+	records := c.mustDelete(DeleteTopic(c.image, "ghost", second))
+	checkRecords(t, records, "delete-topic name=ghost\n")
+}
+
+func (c *cluster) mustDelete(records []metadata.Record, code int16, err error) []metadata.Record {
+	c.t.Helper()
+	if err != nil || code != 0 {
+		c.t.Fatal(CodeName(code), err)
+	}
+	return records
+}
+
+// The upgrade step gives every topic without an id one, in bounded
+// decisions, and nothing once all have one.
+func TestAssignMissingTopicIDs(t *testing.T) {
+	c := newCluster(t)
+	c.register(1)
+	var legacy []metadata.Record
+	for i := range MaxTopicIDAssignments + 3 {
+		name := fmt.Sprintf("t%03d", i)
+		legacy = append(legacy, metadata.CreateTopic{Name: name, Config: metadata.TopicConfig{ReplicationFactor: 1, MinInsyncReplicas: 1},
+			Partitions: []metadata.PartitionState{{TopicPartition: metadata.TopicPartition{Topic: name}, Replicas: []metadata.BrokerID{1},
+				ISR: []metadata.BrokerID{1}, Leader: 1}}})
+	}
+	c.apply(legacy)
+	c.createTopic("modern", 1, 1, 1, false)
+	first, err := AssignMissingTopicIDs(c.image, c.topicIDs)
+	if err != nil || len(first) != MaxTopicIDAssignments {
+		t.Fatalf("%d records, %v", len(first), err)
+	}
+	c.apply(first)
+	second, err := AssignMissingTopicIDs(c.image, c.topicIDs)
+	if err != nil || len(second) != 3 || second[0].(metadata.AssignTopicID).Name != fmt.Sprintf("t%03d", MaxTopicIDAssignments) {
+		t.Fatalf("%v, %v", second, err)
+	}
+	c.apply(second)
+	if none, err := AssignMissingTopicIDs(c.image, c.topicIDs); none != nil || err != nil || len(c.image.TopicsWithoutID()) != 0 {
+		t.Fatalf("%v, %v, left %v", none, err, c.image.TopicsWithoutID())
+	}
+	if _, _, err := CreateTopic(c.image, CreateTopicRequest{Name: "x", Partitions: 1, ReplicationFactor: 1}, strings.NewReader("")); err == nil {
+		t.Errorf("a failed random source created a topic")
 	}
 }

@@ -196,20 +196,40 @@ func (b *backend) validateTopic(topic controller.CreateTopicRequest) int16 {
 	if node == nil {
 		return kerr.NotController.Code // retriable: the broker has no metadata yet
 	}
-	_, code, err := controller.CreateTopic(node.Image(), topic)
+	_, code, err := controller.CreateTopic(node.Image(), topic, validationTopicIDs{})
 	if err != nil {
 		return kerr.UnknownServerError.Code
 	}
 	return code
 }
 
-// DeleteTopics forwards one DeleteTopic per name.
-func (b *backend) DeleteTopics(names []string, timeoutTicks int64, done func([]int16)) {
-	requests := make([]quorum.Request, len(names))
-	visible := make([]func(*metadata.Image) bool, len(names))
-	for i, name := range names {
-		requests[i] = quorum.Request{DeleteTopic: &quorum.DeleteTopicRequest{Name: name}}
-		visible[i] = func(img *metadata.Image) bool { _, ok := img.Topic(name); return !ok }
+// validationTopicIDs is the random source of a ValidateOnly CreateTopics:
+// the id drawn is never used, so any usable one will do, and the front end
+// keeps no randomness of its own.
+type validationTopicIDs struct{}
+
+func (validationTopicIDs) Read(b []byte) (int, error) {
+	for i := range b {
+		b[i] = 0x5a
+	}
+	return len(b), nil
+}
+
+// DeleteTopics forwards one DeleteTopic per topic, named by name or by id;
+// each is answered once this broker no longer sees that topic.
+func (b *backend) DeleteTopics(topics []wire.TopicRef, timeoutTicks int64, done func([]int16)) {
+	requests := make([]quorum.Request, len(topics))
+	visible := make([]func(*metadata.Image) bool, len(topics))
+	for i, topic := range topics {
+		requests[i] = quorum.Request{DeleteTopic: &quorum.DeleteTopicRequest{Name: topic.Name, ID: topic.ID}}
+		visible[i] = func(img *metadata.Image) bool {
+			if !topic.ID.IsZero() {
+				_, ok := img.TopicByID(topic.ID)
+				return !ok
+			}
+			_, ok := img.Topic(topic.Name)
+			return !ok
+		}
 	}
 	b.forwardEach(requests, visible, timeoutTicks, done)
 }

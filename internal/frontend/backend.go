@@ -118,6 +118,16 @@ func (b *backend) metadataMiss() {
 }
 
 // TopicNames lists the image's topics, sorted.
+func (b *backend) TopicByID(id metadata.TopicID) (metadata.Topic, bool) {
+	if node := b.node(); node != nil {
+		if name, ok := node.Image().TopicByID(id); ok {
+			return node.Image().Topic(name)
+		}
+		b.metadataMiss()
+	}
+	return metadata.Topic{}, false
+}
+
 func (b *backend) TopicNames() []string {
 	if node := b.node(); node != nil {
 		return node.Image().Topics()

@@ -47,6 +47,7 @@ func (img *Image) Apply(entry Entry) (applied bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("offset %d: %v: %w", entry.Offset, entry.Record, err)
 	}
+	img.topicsByID = nil // rebuilt on demand, once the topics may have changed
 	img.nextOffset++
 	return applied, nil
 }
@@ -80,6 +81,8 @@ func (img *Image) apply(r Record) (bool, error) {
 		return true, nil
 	case PartitionChange:
 		return img.applyPartitionChange(r)
+	case AssignTopicID:
+		return img.applyAssignTopicID(r)
 	case ProducerIDs:
 		// Ids below NextProducerID were handed out; a record that does not
 		// move it forward would hand some out again.
@@ -164,6 +167,9 @@ func (img *Image) applyCreateTopic(r CreateTopic) (bool, error) {
 	if _, ok := img.topics[r.Name]; ok {
 		return false, fmt.Errorf("%w: %q", ErrTopicExists, r.Name)
 	}
+	if err := img.checkNewTopicID(r.Name, r.ID, true); err != nil {
+		return false, err
+	}
 	config := r.Config
 	if config.ReplicationFactor < 1 || config.MinInsyncReplicas < 1 || config.MinInsyncReplicas > config.ReplicationFactor {
 		return false, fmt.Errorf("%w: bad topic config %v", ErrInvariant, config)
@@ -188,7 +194,7 @@ func (img *Image) applyCreateTopic(r CreateTopic) (bool, error) {
 	if img.topics == nil {
 		img.topics = make(map[string]*topicImage)
 	}
-	img.topics[r.Name] = &topicImage{config: config, partitions: partitions}
+	img.topics[r.Name] = &topicImage{id: r.ID, config: config, partitions: partitions}
 	return true, nil
 }
 

@@ -46,6 +46,11 @@ const (
 	// tagRegisterBrokerEndpoint is a RegisterBroker with an endpoint; one
 	// without keeps tagRegisterBroker, as written before endpoints.
 	tagRegisterBrokerEndpoint byte = 10
+	// tagCreateTopicID is a CreateTopic with its topic id; one without
+	// (written before topic ids) keeps tagCreateTopic. Tags 11 to 15 are
+	// left to the topic config records.
+	tagCreateTopicID byte = 16
+	tagAssignTopicID byte = 17
 )
 
 // imageEndpointsVersion is the image encoding with each broker's endpoint,
@@ -131,7 +136,12 @@ func AppendRecord(e *codec.Encoder, r Record) {
 	case UnregisterBroker:
 		appendBrokerEpoch(e, tagUnregisterBroker, r.ID, r.Epoch)
 	case CreateTopic:
-		e.Byte(tagCreateTopic)
+		if r.ID.IsZero() {
+			e.Byte(tagCreateTopic)
+		} else {
+			e.Byte(tagCreateTopicID)
+			e.Bytes(r.ID[:])
+		}
 		e.String(r.Name)
 		appendTopicConfig(e, r.Config)
 		e.Uvarint(uint64(len(r.Partitions)))
@@ -140,6 +150,10 @@ func AppendRecord(e *codec.Encoder, r Record) {
 		}
 	case DeleteTopic:
 		e.Byte(tagDeleteTopic)
+		e.String(r.Name)
+	case AssignTopicID:
+		e.Byte(tagAssignTopicID)
+		e.Bytes(r.ID[:])
 		e.String(r.Name)
 	case PartitionChange:
 		e.Byte(tagPartitionChange)
@@ -206,7 +220,12 @@ func ReadRecord(d *codec.Decoder) Record {
 		id, epoch := readBrokerEpoch(d)
 		return UnregisterBroker{ID: id, Epoch: epoch}
 	case tagCreateTopic:
-		return readCreateTopic(d)
+		return readCreateTopic(d, NoTopicID)
+	case tagCreateTopicID:
+		return readCreateTopic(d, readTopicID(d))
+	case tagAssignTopicID:
+		id := readTopicID(d)
+		return AssignTopicID{ID: id, Name: d.String(maxNameBytes)}
 	case tagDeleteTopic:
 		return DeleteTopic{Name: d.String(maxNameBytes)}
 	case tagPartitionChange:
@@ -222,8 +241,18 @@ func ReadRecord(d *codec.Decoder) Record {
 	}
 }
 
-func readCreateTopic(d *codec.Decoder) Record {
-	topic := CreateTopic{Name: d.String(maxNameBytes), Config: readTopicConfig(d)}
+func readTopicID(d *codec.Decoder) TopicID {
+	var id TopicID
+	if b := d.Bytes(len(id)); len(b) == len(id) {
+		copy(id[:], b)
+	} else if d.Err() == nil {
+		d.Fail(fmt.Errorf("topic id of %d bytes", len(b)))
+	}
+	return id
+}
+
+func readCreateTopic(d *codec.Decoder, id TopicID) Record {
+	topic := CreateTopic{Name: d.String(maxNameBytes), ID: id, Config: readTopicConfig(d)}
 	n := d.Length(1, maxPartitionsPerTopic)
 	for i := 0; i < n && d.Err() == nil; i++ {
 		topic.Partitions = append(topic.Partitions, ReadPartitionState(d))
@@ -279,7 +308,7 @@ func EncodeImage(dst []byte, img *Image) []byte {
 	e.Uvarint(uint64(len(names)))
 	for _, name := range names {
 		topic := img.topics[name]
-		AppendRecord(e, CreateTopic{Name: name, Config: topic.config, Partitions: topic.partitions})
+		AppendRecord(e, CreateTopic{Name: name, ID: topic.id, Config: topic.config, Partitions: topic.partitions})
 	}
 	return e.B
 }
@@ -316,7 +345,7 @@ func DecodeImage(b []byte) (*Image, error) {
 		if _, taken := img.topics[topic.Name]; taken {
 			d.Fail(fmt.Errorf("topic %q twice", topic.Name))
 		}
-		img.topics[topic.Name] = &topicImage{config: topic.Config, partitions: topic.Partitions}
+		img.topics[topic.Name] = &topicImage{id: topic.ID, config: topic.Config, partitions: topic.Partitions}
 	}
 	if err := d.Finish(); err != nil {
 		return nil, err
@@ -342,6 +371,9 @@ func (img *Image) validate() error {
 		topic := img.topics[name]
 		if name == "" || len(topic.partitions) == 0 {
 			return fmt.Errorf("topic %q with %d partitions", name, len(topic.partitions))
+		}
+		if other, taken := img.TopicByID(topic.id); (taken && other != name) || (!topic.id.IsZero() && !topic.id.Usable()) {
+			return fmt.Errorf("topic %q with id %s", name, topic.id)
 		}
 		for i, p := range topic.partitions {
 			if p.Topic != name || p.Partition != int32(i) {

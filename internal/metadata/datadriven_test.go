@@ -120,6 +120,8 @@ func parseRecord(t *testing.T, line string) Record {
 		return DeleteTopic{Name: name("name")}
 	case "create-topic":
 		return parseCreateTopic(t, args)
+	case "assign-topic-id":
+		return AssignTopicID{Name: name("name"), ID: parseTestTopicID(t, name("id"))}
 	case "partition-change":
 		change := PartitionChange{
 			TopicPartition: TopicPartition{Topic: name("topic"), Partition: int32(args.integer(t, "partition"))},
@@ -151,6 +153,9 @@ func parseCreateTopic(t *testing.T, args recordArgs) CreateTopic {
 		Config: TopicConfig{ReplicationFactor: len(replicas),
 			MinInsyncReplicas: int(args.integer(t, "min-insync")), UncleanLeaderElection: unclean},
 	}
+	if _, ok := args["id"]; ok {
+		create.ID = parseTestTopicID(t, strings.Join(args["id"], ""))
+	}
 	for i := range int(args.integer(t, "partitions")) {
 		rotated := append(append([]BrokerID{}, replicas[i%len(replicas):]...), replicas[:i%len(replicas)]...)
 		create.Partitions = append(create.Partitions, PartitionState{
@@ -159,4 +164,18 @@ func parseCreateTopic(t *testing.T, args recordArgs) CreateTopic {
 		})
 	}
 	return create
+}
+
+// parseTestTopicID reads an id as Kafka prints it, or a small number n for
+// the id whose last byte is n, to keep test files readable.
+func parseTestTopicID(t *testing.T, text string) TopicID {
+	t.Helper()
+	if n, err := strconv.Atoi(text); err == nil {
+		return TopicID{15: byte(n)}
+	}
+	id, err := ParseTopicID(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

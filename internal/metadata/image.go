@@ -24,7 +24,9 @@ import (
 //     before a broker is fenced, shuts down or re-registers;
 //   - leader epochs and partition epochs never decrease, and a new leader
 //     always comes with a new leader epoch (one leader per epoch);
-//   - broker epochs never decrease.
+//   - broker epochs never decrease;
+//   - a topic's id is NoTopicID (created before topic ids) or usable and
+//     no other topic's, and once set it never changes.
 //
 // An Image is not safe for concurrent use; the pure cores that hold one are
 // driven from one goroutine.
@@ -37,6 +39,9 @@ type Image struct {
 	// nextProducerID is the first producer id no broker has been handed
 	// (ProducerIDs records); it only grows.
 	nextProducerID int64
+	// topicsByID indexes topics by id, built when first needed and
+	// dropped whenever a record changes the topics (topicIDIndex).
+	topicsByID map[TopicID]string
 }
 
 type brokerRegistration struct {
@@ -47,6 +52,9 @@ type brokerRegistration struct {
 }
 
 type topicImage struct {
+	// id is the topic's id, NoTopicID until an AssignTopicID for a topic
+	// created before topic ids; unique among the topics.
+	id         TopicID
 	config     TopicConfig
 	partitions []PartitionState // indexed by partition number
 }
@@ -54,6 +62,7 @@ type topicImage struct {
 // Topic is a read-only copy of one topic's metadata.
 type Topic struct {
 	Name       string
+	ID         TopicID
 	Config     TopicConfig
 	Partitions []PartitionState
 }
@@ -111,7 +120,7 @@ func (img *Image) Topic(name string) (Topic, bool) {
 	for i, partition := range topic.partitions {
 		partitions[i] = partition.Clone()
 	}
-	return Topic{Name: name, Config: topic.config, Partitions: partitions}, true
+	return Topic{Name: name, ID: topic.id, Config: topic.config, Partitions: partitions}, true
 }
 
 // TopicConfig returns a topic's configuration.
@@ -171,7 +180,7 @@ func (img *Image) Clone() *Image {
 			for i, partition := range topic.partitions {
 				partitions[i] = partition.Clone()
 			}
-			clone.topics[name] = &topicImage{config: topic.config, partitions: partitions}
+			clone.topics[name] = &topicImage{id: topic.id, config: topic.config, partitions: partitions}
 		}
 	}
 	return clone
@@ -196,7 +205,11 @@ func (img *Image) Describe() string {
 	}
 	for _, name := range img.Topics() {
 		topic := img.topics[name]
-		fmt.Fprintf(&out, "topic %s %s\n", name, topic.config)
+		id := ""
+		if !topic.id.IsZero() {
+			id = " id=" + topic.id.String()
+		}
+		fmt.Fprintf(&out, "topic %s%s %s\n", name, id, topic.config)
 		for _, partition := range topic.partitions {
 			fmt.Fprintf(&out, "  %s%s\n", partition, recoverySuffix(partition.LeaderRecoveryState))
 		}

@@ -40,7 +40,7 @@ func TestApplyRandomRecords(t *testing.T) {
 		}
 	}
 	for _, kind := range []string{"register-broker", "unfence-broker", "fence-broker", "begin-controlled-shutdown",
-		"unregister-broker", "create-topic", "delete-topic", "partition-change"} {
+		"unregister-broker", "create-topic", "delete-topic", "partition-change", "assign-topic-id"} {
 		for _, outcome := range []string{"applied", "rejected"} {
 			if outcomes[kind+" "+outcome] == 0 {
 				t.Errorf("no %s %s in the random runs: %v", kind, outcome, outcomes)
@@ -65,6 +65,7 @@ func runRandomRecords(t *testing.T, seed uint64, steps int) (*Image, []Entry) {
 		entry := Entry{Offset: img.Offset() + 1, Record: r}
 		applied, err := img.Apply(entry)
 		outcomes[outcomeOf(r, applied, err)]++
+		img.topicsByID = nil // a cache, rebuilt on demand: not part of the state compared
 		switch {
 		case err != nil:
 			if errors.Is(err, ErrOutOfOrder) {
@@ -92,6 +93,23 @@ func runRandomRecords(t *testing.T, seed uint64, steps int) (*Image, []Entry) {
 // checkImage is the naive invariant checker: it looks only at the images'
 // accessors, the new one and the one before the last entry.
 func checkImage(img, previous *Image) string {
+	owners := map[TopicID]string{}
+	for _, name := range img.Topics() {
+		id, _ := img.TopicID(name)
+		if before, ok := previous.TopicID(name); ok && !before.IsZero() && before != id {
+			return fmt.Sprintf("topic %s: id changed from %v to %v", name, before, id)
+		}
+		if id.IsZero() {
+			continue
+		}
+		if other, taken := owners[id]; taken || !id.Usable() {
+			return fmt.Sprintf("topic %s: id %v (also %q's, or reserved)", name, id, other)
+		}
+		if found, ok := img.TopicByID(id); !ok || found != name {
+			return fmt.Sprintf("topic %s: id %v finds %q", name, id, found)
+		}
+		owners[id] = name
+	}
 	for _, p := range img.Partitions() {
 		config, _ := img.TopicConfig(p.Topic)
 		if p.Leader != NoBroker && !slices.Contains(p.ISR, p.Leader) {
@@ -168,6 +186,9 @@ func randomRecord(random *rand.Rand, img *Image) Record {
 		}
 		return randomCreateTopic(random, img)
 	case 5:
+		if random.IntN(3) == 0 {
+			return AssignTopicID{Name: randomTopics[random.IntN(len(randomTopics))], ID: randomTopicID(random)}
+		}
 		return DeleteTopic{Name: randomTopics[random.IntN(len(randomTopics))]}
 	case 6:
 		if random.IntN(3) == 0 {
@@ -201,8 +222,16 @@ func randomCreateTopic(random *rand.Rand, img *Image) Record {
 			Replicas:       replicas, ISR: isr, Leader: leader,
 		})
 	}
-	return CreateTopic{Name: name, Config: config, Partitions: partitions}
+	id := NoTopicID // as a build before topic ids wrote it
+	if random.IntN(3) > 0 {
+		id = randomTopicID(random)
+	}
+	return CreateTopic{Name: name, ID: id, Config: config, Partitions: partitions}
 }
+
+// randomTopicID draws from few ids, so that some are taken and one (1) is
+// the reserved metadata topic id.
+func randomTopicID(random *rand.Rand) TopicID { return TopicID{15: byte(1 + random.IntN(8))} }
 
 func randomPartitionChange(random *rand.Rand, img *Image) Record {
 	partitions := img.Partitions()

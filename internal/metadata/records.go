@@ -95,7 +95,10 @@ func (c TopicConfig) String() string {
 // CreateTopic records a new topic with its configuration and the initial
 // state of every partition, indexed 0..len(Partitions)-1.
 type CreateTopic struct {
-	Name       string
+	Name string
+	// ID is the topic's id (KIP-516), drawn by the controller; NoTopicID in
+	// records written by builds before topic ids.
+	ID         TopicID
 	Config     TopicConfig
 	Partitions []PartitionState
 }
@@ -182,7 +185,11 @@ func (r UnregisterBroker) String() string {
 }
 
 func (r CreateTopic) String() string {
-	return fmt.Sprintf("create-topic name=%s partitions=%d %s", r.Name, len(r.Partitions), r.Config)
+	id := ""
+	if !r.ID.IsZero() {
+		id = " id=" + r.ID.String()
+	}
+	return fmt.Sprintf("create-topic name=%s%s partitions=%d %s", r.Name, id, len(r.Partitions), r.Config)
 }
 
 func (r DeleteTopic) String() string {

@@ -16,6 +16,7 @@ import (
 // heartbeated to the previous controller.
 func (q *Quorum) activate() {
 	q.active, q.activeTerm = true, q.term
+	q.topicIDsAssigned = false
 	q.speculative = q.image.Clone()
 	q.proposed, q.appliedProposal = 0, 0
 	q.lastHeartbeat = map[metadata.BrokerID]int64{}
@@ -103,11 +104,11 @@ func (q *Quorum) decide(request Request, answer *Answer) ([]metadata.Record, err
 		answer.AlterPartition = &response
 		return records, err
 	case request.CreateTopic != nil:
-		records, code, err := controller.CreateTopic(img, *request.CreateTopic)
+		records, code, err := controller.CreateTopic(img, *request.CreateTopic, q.config.Random)
 		answer.ErrorCode = code
 		return records, err
 	case request.DeleteTopic != nil:
-		records, code, err := controller.DeleteTopic(img, request.DeleteTopic.Name)
+		records, code, err := controller.DeleteTopic(img, request.DeleteTopic.Name, request.DeleteTopic.ID)
 		answer.ErrorCode = code
 		return records, err
 	case request.ElectPreferred != nil:
@@ -146,6 +147,29 @@ func (q *Quorum) fenceExpired() {
 	if len(records) > 0 {
 		q.propose(records)
 	}
+}
+
+// assignMissingTopicIDs runs the upgrade step of a metadata log written
+// before topic ids: the active controller proposes ids for the topics that
+// have none (controller.AssignMissingTopicIDs), a bounded batch per tick.
+// Deciding against the speculative image, which holds what is proposed,
+// it never proposes an id twice; a proposal raft drops is decided again at
+// the next tick.
+func (q *Quorum) assignMissingTopicIDs() {
+	if q.topicIDsAssigned {
+		return
+	}
+	records, err := controller.AssignMissingTopicIDs(q.speculative, q.config.Random)
+	if err != nil {
+		panic(fmt.Sprintf("quorum: assigning topic ids: %v", err))
+	}
+	if len(records) > 0 {
+		q.propose(records)
+		return
+	}
+	// Topics created from now on come with their id: nothing to look for
+	// until the next activation.
+	q.topicIDsAssigned = true
 }
 
 // propose appends records to the log as one entry, and to the speculative

@@ -49,7 +49,7 @@ func (s seededReader) Read(b []byte) (int, error) { return s.source.Read(b) }
 var _ io.Reader = seededReader{}
 
 func testConfig(id metadata.BrokerID, voters []metadata.BrokerID, storage raft.Storage) Config {
-	return Config{ID: id, Voters: voters, Storage: storage, ElectionTicks: 10, HeartbeatTicks: 1,
+	return Config{ID: id, Voters: voters, Storage: storage, ElectionTicks: 10, HeartbeatTicks: 1, Random: mrand.NewChaCha8([32]byte{byte(id)}),
 		SessionTimeoutTicks: 50, SnapshotEntries: 1000, MaxHistoryEntries: 1000, MaxWaitingAnswers: 100, MaxEntryBytes: 1 << 20}
 }
 

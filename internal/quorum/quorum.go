@@ -34,6 +34,7 @@ package quorum
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -70,6 +71,10 @@ type Config struct {
 	MaxEntryBytes int
 	// Logger receives raft's log; nil discards it.
 	Logger raft.Logger
+	// Random is where the controller draws topic ids (KIP-516): the
+	// operating system's source in tide serve, the world's seeded source in
+	// the simulator, so a run stays a function of its seed.
+	Random io.Reader
 }
 
 // Validate rejects configurations that cannot work.
@@ -91,6 +96,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("quorum: node %d is not among the voters %v", c.ID, c.Voters)
 	case c.Storage == nil:
 		return errors.New("quorum: no storage")
+	case c.Random == nil:
+		return errors.New("quorum: no random source for topic ids")
 	case c.HeartbeatTicks < 1 || c.ElectionTicks <= c.HeartbeatTicks:
 		return fmt.Errorf("quorum: election ticks %d must exceed heartbeat ticks %d >= 1", c.ElectionTicks, c.HeartbeatTicks)
 	case c.SessionTimeoutTicks < 1 || c.SnapshotEntries < 1 || c.MaxHistoryEntries < 1 || c.MaxWaitingAnswers < 1 || c.MaxEntryBytes < 1024:
@@ -104,6 +111,9 @@ type Quorum struct {
 	config Config
 	raw    *raft.RawNode
 	now    int64
+	// topicIDsAssigned is set once the active controller found no topic
+	// without an id left to assign (assignMissingTopicIDs).
+	topicIDsAssigned bool
 
 	// term and leader are raft's, as of the last Tick or Step.
 	term   uint64
@@ -248,6 +258,7 @@ func (q *Quorum) Tick() {
 	q.observeRole()
 	if q.active {
 		q.fenceExpired()
+		q.assignMissingTopicIDs()
 	}
 }
 

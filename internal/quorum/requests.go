@@ -59,8 +59,12 @@ type HeartbeatRequest struct {
 	MaxEntries int
 }
 
-// DeleteTopicRequest deletes a topic.
-type DeleteTopicRequest struct{ Name string }
+// DeleteTopicRequest deletes a topic, by name, or by id with an empty Name
+// (DeleteTopics v6+, KIP-516); with both, the id must be the named topic's.
+type DeleteTopicRequest struct {
+	Name string
+	ID   metadata.TopicID
+}
 
 // ElectPreferredRequest elects each partition's preferred replica where it
 // is in the ISR; no partitions means all of them.

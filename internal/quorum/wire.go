@@ -34,6 +34,9 @@ const (
 	kindDeleteTopic
 	kindElectPreferred
 	kindAllocateProducerIDs
+	// kindDeleteTopicID is a DeleteTopic with a topic id; one by name
+	// alone keeps kindDeleteTopic, as sent before topic ids.
+	kindDeleteTopicID
 )
 
 // EncodeRequest appends a request to dst.
@@ -64,9 +67,13 @@ func EncodeRequest(dst []byte, r Request) []byte {
 		e.Varint(int64(r.CreateTopic.ReplicationFactor))
 		e.Varint(int64(r.CreateTopic.Config.MinInsyncReplicas))
 		e.Bool(r.CreateTopic.Config.UncleanLeaderElection)
-	case r.DeleteTopic != nil:
+	case r.DeleteTopic != nil && r.DeleteTopic.ID.IsZero():
 		e.Byte(kindDeleteTopic)
 		e.String(r.DeleteTopic.Name)
+	case r.DeleteTopic != nil:
+		e.Byte(kindDeleteTopicID)
+		e.String(r.DeleteTopic.Name)
+		e.Bytes(r.DeleteTopic.ID[:])
 	case r.ElectPreferred != nil:
 		e.Byte(kindElectPreferred)
 		encodePartitions(e, r.ElectPreferred.Partitions)
@@ -125,6 +132,13 @@ func DecodeRequest(b []byte) (Request, error) {
 		r.CreateTopic.Config = metadata.TopicConfig{MinInsyncReplicas: int(d.Int32()), UncleanLeaderElection: d.Bool()}
 	case kindDeleteTopic:
 		r.DeleteTopic = &DeleteTopicRequest{Name: d.String(maxWireName)}
+	case kindDeleteTopicID:
+		r.DeleteTopic = &DeleteTopicRequest{Name: d.String(maxWireName)}
+		if id := d.Bytes(len(r.DeleteTopic.ID)); len(id) == len(r.DeleteTopic.ID) {
+			copy(r.DeleteTopic.ID[:], id)
+		} else {
+			d.Fail(fmt.Errorf("topic id of %d bytes", len(id)))
+		}
 	case kindElectPreferred:
 		r.ElectPreferred = &ElectPreferredRequest{Partitions: decodePartitions(d)}
 	case kindAllocateProducerIDs:

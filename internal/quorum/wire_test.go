@@ -20,6 +20,7 @@ func sampleRequests() []Request {
 		{ID: 4, From: 1, CreateTopic: &controller.CreateTopicRequest{Name: "events", Partitions: 3, ReplicationFactor: 3,
 			Config: metadata.TopicConfig{MinInsyncReplicas: 2, UncleanLeaderElection: true}}},
 		{ID: 5, From: 1, DeleteTopic: &DeleteTopicRequest{Name: "old"}},
+		{ID: 5, From: 1, DeleteTopic: &DeleteTopicRequest{ID: metadata.TopicID{3, 15: 7}}},
 		{ID: 6, From: 1, ElectPreferred: &ElectPreferredRequest{Partitions: []metadata.TopicPartition{tp}}},
 		{ID: 7, From: 2, AllocateProducerIDs: &AllocateProducerIDsRequest{BrokerEpoch: 12}},
 	}

@@ -17,12 +17,12 @@ import (
 // of each and of the whole: before the front end read a fetch into one
 // entry per partition and shared its byte budget, one such request held
 // the node loop about 18 s.
-func abusiveFetch(topic string) *kmsg.FetchRequest {
+func abusiveFetch(topic string, id [16]byte) *kmsg.FetchRequest {
 	request := kmsg.NewPtrFetchRequest()
 	request.ReplicaID, request.MaxWaitMillis, request.MinBytes, request.MaxBytes = -1, 0, 0, 1<<31-1
 	request.SessionID, request.SessionEpoch = 0, -1
 	entry := kmsg.NewFetchRequestTopic()
-	entry.Topic = topic
+	entry.Topic, entry.TopicID = topic, id // kgo sends v13+, which name topics by id
 	for range 10_000 {
 		partition := kmsg.NewFetchRequestTopicPartition()
 		partition.Partition, partition.FetchOffset, partition.PartitionMaxBytes = 0, 0, 1<<31-1
@@ -70,6 +70,7 @@ func TestAbusiveFetchDoesNotStarveAProducer(t *testing.T) {
 		}
 	}
 
+	victim := topicID(ctx, t, admin, "victim")
 	abuser, err := kgo.NewClient(kgo.SeedBrokers(seed))
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +90,7 @@ func TestAbusiveFetchDoesNotStarveAProducer(t *testing.T) {
 					return
 				default:
 				}
-				response, err := abusiveFetch("victim").RequestWith(ctx, abuser)
+				response, err := abusiveFetch("victim", victim).RequestWith(ctx, abuser)
 				if err != nil {
 					return
 				}

@@ -137,8 +137,9 @@ func checkFollowerFetchRefused(ctx context.Context, t *testing.T, client *kgo.Cl
 	t.Helper()
 	request := kmsg.NewPtrFetchRequest()
 	request.Version, request.ReplicaID, request.MaxBytes = 12, 1, 1<<20
+	request.ReplicaState.ID = 1 // where v15+ carries it: kgo sends the broker's highest version
 	entry := kmsg.NewFetchRequestTopic()
-	entry.Topic = topic
+	entry.Topic, entry.TopicID = topic, topicID(ctx, t, client, topic) // v13+ name topics by id
 	part := kmsg.NewFetchRequestTopicPartition()
 	part.PartitionMaxBytes = 1 << 20
 	entry.Partitions = append(entry.Partitions, part)
@@ -337,4 +338,18 @@ func (c *processCluster) kafkaAcrossBrokers(t *testing.T) {
 	if received != count {
 		t.Fatalf("consumed %d of %d records from three brokers", received, count)
 	}
+}
+
+// topicID asks Metadata for a topic's id (KIP-516).
+func topicID(ctx context.Context, t *testing.T, client *kgo.Client, topic string) [16]byte {
+	t.Helper()
+	request := kmsg.NewPtrMetadataRequest()
+	asked := kmsg.NewMetadataRequestTopic()
+	asked.Topic = kmsg.StringPtr(topic)
+	request.Topics = append(request.Topics, asked)
+	response, err := request.RequestWith(ctx, client)
+	if err != nil || len(response.Topics) != 1 || response.Topics[0].ErrorCode != 0 {
+		t.Fatalf("Metadata %s: %v %+v", topic, err, response)
+	}
+	return response.Topics[0].TopicID
 }

@@ -55,6 +55,17 @@ func newRaftSource(seed uint64) *mrand.ChaCha8 {
 	return mrand.NewChaCha8(key)
 }
 
+// newTopicIDSource is the seeded source the world's controllers draw topic
+// ids from (quorum.Config.Random).
+func newTopicIDSource(seed uint64) *mrand.ChaCha8 {
+	var key [32]byte
+	for i := range 8 {
+		key[i] = byte(seed >> (8 * i))
+	}
+	key[8] = 't'
+	return mrand.NewChaCha8(key)
+}
+
 // newWireSource is the seeded source of a world's wire handlers' response
 // markers (wire.Config.Random).
 func newWireSource(seed uint64) *mrand.ChaCha8 {

@@ -133,7 +133,7 @@ func newWorldOfShape(options Options, random *rand.Rand, shape shape) *world {
 	w := &world{options: options, random: random, shape: shape, traceLog: newTraceLog(options.TraceLines),
 		raftSource: newRaftSource(options.Seed), tracedOffset: -1,
 		kafka:   kafkaNet{conns: map[connID]*simConn{}, apiRequests: map[int16]int{}},
-		clients: map[address]*kafkaClient{}, wireRandom: newWireSource(options.Seed), holders: newHolders()}
+		clients: map[address]*kafkaClient{}, wireRandom: newWireSource(options.Seed), topicIDRandom: newTopicIDSource(options.Seed), holders: newHolders()}
 	for _, rule := range options.Legacy {
 		w.rules = w.rules.Without(rule)
 	}

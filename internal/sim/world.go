@@ -58,6 +58,9 @@ type world struct {
 	kafka      kafkaNet
 	clients    map[address]*kafkaClient
 	wireRandom *rand.ChaCha8
+	// topicIDRandom is the seeded source its controllers draw topic ids
+	// from.
+	topicIDRandom *rand.ChaCha8
 }
 
 // brokerProcess is one machine: a broker, a controller of the metadata

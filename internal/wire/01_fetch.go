@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Fetch: v4-v12.
+// Fetch: v4-v15.
 //
 // A consumer or a follower reads one or more partitions; the Backend holds
 // the fetch until MinBytes of records are available or MaxWait has passed
@@ -47,17 +47,23 @@ import (
 //     offset, never past that high watermark; other negative ids are read
 //     as a consumer's.
 //   - ReplicaState (KIP-903: the follower's broker id and broker epoch) is
-//     a tagged field, tag 1, which Kafka sends from v15 on. tide's
-//     followers fetch with v12, because v13+ name topics by id, and send it
-//     there too: a tagged field any v12 reader may skip. A follower fetch
-//     without it, or whose ReplicaState names another broker, carries no
-//     broker epoch, and the Backend may refuse it.
+//     a tagged field, tag 1, which Kafka sends from v15 on, where it
+//     replaces ReplicaID. tide's followers fetch with v12 and send it there
+//     too: a tagged field any v12 reader may skip. A follower fetch without
+//     it, or whose ReplicaState names another broker, carries no broker
+//     epoch, and the Backend may refuse it.
 //   - A partition named more than once is read and answered once, where it
 //     was first named, with what it was last asked (Kafka reads a fetch
 //     into a map by partition).
-//   - v13+ (topic ids, KIP-516) are not served yet.
+//   - v13+ name topics by id alone (KIP-516), resolved with the Backend's
+//     metadata; the answer names them by id too. An id this broker does
+//     not know (the zero id included) is UNKNOWN_TOPIC_ID for each of its
+//     partitions, answered after the known topics, and never reaches the
+//     Backend: a client holding a deleted topic's id is not served the
+//     topic that took its name. v14 adds nothing tide uses (no tiered
+//     storage).
 
-func init() { register(1, 4, 12, (*Handler).handleFetch) }
+func init() { register(1, 4, 15, (*Handler).handleFetch) }
 
 func (h *Handler) handleFetch(x *exchange) error {
 	request := x.request.(*kmsg.FetchRequest)
@@ -69,6 +75,7 @@ func (h *Handler) handleFetch(x *exchange) error {
 		return err
 	}
 	partitions = dedupeFetchPartitions(request)
+	unknown := resolveFetchTopicIDs(h.backend, request)
 	if request.IsolationLevel != int8(ReadUncommitted) && request.IsolationLevel != int8(ReadCommitted) {
 		return fmt.Errorf("%w: fetch isolation level %d", ErrMalformedRequest, request.IsolationLevel)
 	}
@@ -82,26 +89,60 @@ func (h *Handler) handleFetch(x *exchange) error {
 	if files, ok := h.backend.(FileFetcher); ok {
 		files.FetchFiles(fetch, func(answers []replica.FetchResponse, ranges [][]FileRange) {
 			checkFetchAnswers(len(answers), len(fetch.Partitions))
-			respondFetchSpliced(x, h.config.Random, request, response, answers, ranges)
+			respondFetchSpliced(x, h.config.Random, request, response, answers, ranges, unknown)
 		})
 		return nil
 	}
 	h.backend.Fetch(fetch, func(answers []replica.FetchResponse) {
 		checkFetchAnswers(len(answers), len(fetch.Partitions))
-		x.respondSized(response, fillFetchResponse(request, response, answers))
+		size := fillFetchResponse(request, response, answers)
+		response.Topics = append(response.Topics, unknown...)
+		x.respondSized(response, size)
 	})
 	return nil
+}
+
+// resolveFetchTopicIDs names the topics of a v13+ fetch, which come by id
+// alone, and takes out those whose id the Backend does not know: it
+// returns their answers, UNKNOWN_TOPIC_ID for every partition.
+func resolveFetchTopicIDs(backend Backend, request *kmsg.FetchRequest) []kmsg.FetchResponseTopic {
+	if request.Version < 13 {
+		return nil
+	}
+	var unknown []kmsg.FetchResponseTopic
+	known := request.Topics[:0]
+	for _, topic := range request.Topics {
+		if resolved, ok := backend.TopicByID(metadata.TopicID(topic.TopicID)); ok {
+			topic.Topic = resolved.Name
+			known = append(known, topic)
+			continue
+		}
+		entry := kmsg.NewFetchResponseTopic()
+		entry.TopicID = topic.TopicID
+		for _, partition := range topic.Partitions {
+			entry.Partitions = append(entry.Partitions,
+				fetchPartitionResponse(request, partition.Partition, replica.FetchResponse{ErrorCode: kerr.UnknownTopicID.Code}))
+		}
+		unknown = append(unknown, entry)
+	}
+	request.Topics = known
+	return unknown
 }
 
 // dedupeFetchPartitions keeps one entry per partition, where it was first
 // named, with what it was last asked: Kafka reads a fetch into a map by
 // partition, so a partition named twice is read and answered once, and a
-// client naming one partition 10,000 times costs one read, not 10,000. It
-// returns how many partitions are left.
+// client naming one partition 10,000 times costs one read, not 10,000.
+// v13+ name topics by id alone, and are told apart by it. It returns how
+// many partitions are left (an upper bound at v13+, where unknown ids are
+// then answered without a read).
 func dedupeFetchPartitions(request *kmsg.FetchRequest) int {
 	var left int
 	request.Topics, left = dedupePartitions(request.Topics,
 		func(t *kmsg.FetchRequestTopic) (string, *[]kmsg.FetchRequestTopicPartition) {
+			if request.Version >= 13 {
+				return string(t.TopicID[:]), &t.Partitions
+			}
 			return t.Topic, &t.Partitions
 		},
 		func(p *kmsg.FetchRequestTopicPartition) int32 { return p.Partition })
@@ -118,8 +159,10 @@ func checkFetchAnswers(answers, partitions int) {
 // where they are: every partition's records, in memory or in files, become
 // a splice (see markers). Should the markers not come out where they must,
 // the file ranges are read and the response encoded whole.
-func respondFetchSpliced(x *exchange, random io.Reader, request *kmsg.FetchRequest, response *kmsg.FetchResponse, answers []replica.FetchResponse, ranges [][]FileRange) {
+func respondFetchSpliced(x *exchange, random io.Reader, request *kmsg.FetchRequest, response *kmsg.FetchResponse, answers []replica.FetchResponse,
+	ranges [][]FileRange, unknown []kmsg.FetchResponseTopic) {
 	fillFetchResponse(request, response, answers)
+	response.Topics = append(response.Topics, unknown...)
 	m := newMarkers(random)
 	var sets []Splice
 	var entries []*kmsg.FetchResponseTopicPartition
@@ -175,12 +218,16 @@ func fetchSessionError(request *kmsg.FetchRequest) int16 {
 
 // fetchRequest translates a fetch into the Backend's terms.
 func (h *Handler) fetchRequest(request *kmsg.FetchRequest, partitions int) FetchRequest {
-	replicaID := metadata.BrokerID(request.ReplicaID)
+	sentID := request.ReplicaID
+	if request.Version >= 15 {
+		sentID = request.ReplicaState.ID // v15 moved it into ReplicaState (KIP-903)
+	}
+	replicaID := metadata.BrokerID(sentID)
 	if replicaID < 0 && replicaID != replica.DebugReplicaID {
 		replicaID = replica.ConsumerReplicaID
 	}
 	replicaEpoch := metadata.NoBrokerEpoch
-	if replicaID >= 0 && request.ReplicaState.ID == request.ReplicaID && request.ReplicaState.Epoch >= 0 {
+	if replicaID >= 0 && request.ReplicaState.ID == sentID && request.ReplicaState.Epoch >= 0 {
 		replicaEpoch = metadata.BrokerEpoch(request.ReplicaState.Epoch)
 	}
 	fetch := FetchRequest{
@@ -215,7 +262,7 @@ func fillFetchResponse(request *kmsg.FetchRequest, response *kmsg.FetchResponse,
 	next, size := 0, overheadBytes
 	for _, topic := range request.Topics {
 		entry := kmsg.NewFetchResponseTopic()
-		entry.Topic = topic.Topic
+		entry.Topic, entry.TopicID = topic.Topic, topic.TopicID
 		for _, partition := range topic.Partitions {
 			entry.Partitions = append(entry.Partitions, fetchPartitionResponse(request, partition.Partition, answers[next]))
 			size += overheadBytes + len(entry.Partitions[len(entry.Partitions)-1].RecordBatches)

@@ -24,10 +24,10 @@ import (
 //   - v5+ OfflineReplicas: replicas on brokers the Backend does not list.
 //   - v7+ LeaderEpoch (KIP-320): clients use it to fence their fetches and
 //     to detect log truncation after a leader change.
-//   - v10+ TopicID (KIP-516): tide has no topic ids yet, so topics carry
-//     the zero id and a request by id alone is UNKNOWN_TOPIC_ID. This is
-//     why Fetch stops at v12 and Produce at v9, below the versions that
-//     name topics by id.
+//   - v10+ TopicID (KIP-516): each topic carries its id; a topic created
+//     before topic ids carries the zero id until the controller assigns
+//     it one. v12+ may ask for a topic by id alone (name null): an id
+//     this broker does not know is UNKNOWN_TOPIC_ID, with the id echoed.
 //   - A partition without a leader is LEADER_NOT_AVAILABLE, leader -1, as
 //     in Kafka, so clients refresh and retry.
 //   - v13 (top-level ErrorCode) is not served yet.
@@ -78,10 +78,14 @@ func (h *Handler) handleMetadata(x *exchange) error {
 	seen := make(map[string]bool, len(request.Topics))
 	for _, asked := range request.Topics {
 		if asked.Topic == nil {
-			unknown := kmsg.NewMetadataResponseTopic()
-			unknown.ErrorCode, unknown.TopicID = kerr.UnknownTopicID.Code, asked.TopicID
-			response.Topics = append(response.Topics, unknown)
-			continue
+			topic, ok := h.backend.TopicByID(metadata.TopicID(asked.TopicID))
+			if !ok {
+				unknown := kmsg.NewMetadataResponseTopic()
+				unknown.ErrorCode, unknown.TopicID = kerr.UnknownTopicID.Code, asked.TopicID
+				response.Topics = append(response.Topics, unknown)
+				continue
+			}
+			asked.Topic = &topic.Name
 		}
 		if !seen[*asked.Topic] {
 			seen[*asked.Topic] = true
@@ -110,6 +114,7 @@ func (h *Handler) metadataTopic(name string, live map[metadata.BrokerID]bool, ep
 		entry.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return entry
 	}
+	entry.TopicID = topic.ID
 	for _, state := range topic.Partitions {
 		partition := kmsg.NewMetadataResponseTopicPartition()
 		partition.Partition = state.Partition

@@ -31,8 +31,9 @@ import (
 //     a topic that would go over is INVALID_PARTITIONS, so one request
 //     cannot make the controller write an unbounded record batch.
 //   - v5+ answers the partitions, replication factor and configs of each
-//     created topic (KIP-525); v5 is flexible. v7's TopicID is zero (no
-//     topic ids yet).
+//     created topic (KIP-525); v5 is flexible. v7+ answers each created
+//     topic's id (KIP-516), as this broker's metadata has it once the
+//     topic is visible; the zero id for ValidateOnly, as in Kafka.
 //   - v0-v1 are not served (Kafka 4.0 dropped them, KIP-896).
 
 func init() { register(19, 2, 7, (*Handler).handleCreateTopics) }
@@ -80,7 +81,11 @@ func (h *Handler) handleCreateTopics(x *exchange) error {
 			panic(fmt.Sprintf("wire: a Backend answered %d codes to a CreateTopics of %d", len(codes), len(forward.Topics)))
 		}
 		for k, code := range codes {
-			fillCreatedTopic(&response.Topics[positions[k]], forward.Topics[k], code, cluster.Config)
+			entry := &response.Topics[positions[k]]
+			fillCreatedTopic(entry, forward.Topics[k], code, cluster.Config)
+			if topic, ok := h.backend.Topic(entry.Topic); ok && code == 0 && !forward.ValidateOnly {
+				entry.TopicID = topic.ID
+			}
 		}
 		x.respond(response)
 	})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tidelog/tide/internal/controller"
+	"github.com/tidelog/tide/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -14,10 +15,12 @@ import (
 // Backend answers once the deletion is in the metadata log.
 //
 //   - v0-v5 name topics in TopicNames; v6 in Topics, by name or by topic
-//     id (KIP-516). tide has no topic ids yet, so a topic given by id
-//     alone is UNKNOWN_TOPIC_ID.
-//   - A topic named twice in one request is INVALID_REQUEST for each, as in
-//     Kafka.
+//     id (KIP-516). An id the controller does not know is UNKNOWN_TOPIC_ID;
+//     an entry with both a name and an id, or with neither, is
+//     INVALID_REQUEST, as in Kafka. The answer to a deletion by id names
+//     the topic when this broker knows it.
+//   - A topic named twice in one request (by name or by id) is
+//     INVALID_REQUEST for each, as in Kafka.
 //   - v4 is flexible; v5+ carries an ErrorMessage.
 //   - v0 is not served (Kafka 4.0 dropped it, KIP-896).
 
@@ -36,36 +39,45 @@ func (h *Handler) handleDeleteTopics(x *exchange) error {
 		return err
 	}
 	named := make(map[string]int, len(targets))
+	identified := make(map[metadata.TopicID]int, len(targets))
 	for _, target := range targets {
 		if target.name != nil {
 			named[*target.name]++
 		}
+		identified[target.topicID]++
 	}
 	response := request.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	response.Topics = make([]kmsg.DeleteTopicsResponseTopic, len(targets))
-	var names []string
+	var topics []TopicRef
 	var positions []int
 	for i, target := range targets {
 		entry := &response.Topics[i]
 		*entry = kmsg.NewDeleteTopicsResponseTopic()
 		entry.Topic, entry.TopicID = target.name, target.topicID
+		id := metadata.TopicID(target.topicID)
 		switch {
-		case target.name == nil:
-			entry.ErrorCode = kerr.UnknownTopicID.Code
-		case named[*target.name] > 1:
+		case (target.name == nil) == id.IsZero():
 			entry.ErrorCode = kerr.InvalidRequest.Code
+		case target.name == nil && identified[id] > 1, target.name != nil && named[*target.name] > 1:
+			entry.ErrorCode = kerr.InvalidRequest.Code
+		case target.name == nil:
+			if topic, ok := h.backend.TopicByID(id); ok {
+				entry.Topic = kmsg.StringPtr(topic.Name)
+			}
+			topics = append(topics, TopicRef{ID: id})
+			positions = append(positions, i)
 		default:
-			names = append(names, *target.name)
+			topics = append(topics, TopicRef{Name: *target.name})
 			positions = append(positions, i)
 		}
 	}
-	if len(names) == 0 {
+	if len(topics) == 0 {
 		x.respond(withDeleteMessages(response))
 		return nil
 	}
-	h.backend.DeleteTopics(names, h.config.ticks(request.TimeoutMillis), func(codes []int16) {
-		if len(codes) != len(names) {
-			panic(fmt.Sprintf("wire: a Backend answered %d codes to a DeleteTopics of %d", len(codes), len(names)))
+	h.backend.DeleteTopics(topics, h.config.ticks(request.TimeoutMillis), func(codes []int16) {
+		if len(codes) != len(topics) {
+			panic(fmt.Sprintf("wire: a Backend answered %d codes to a DeleteTopics of %d", len(codes), len(topics)))
 		}
 		for k, code := range codes {
 			response.Topics[positions[k]].ErrorCode = code

@@ -30,6 +30,9 @@ type Backend interface {
 	// Topic returns a topic's configuration and partitions, as the applied
 	// metadata image has them.
 	Topic(name string) (metadata.Topic, bool)
+	// TopicByID returns the topic with a topic id (KIP-516), as the applied
+	// metadata image has it; the zero id names none.
+	TopicByID(id metadata.TopicID) (metadata.Topic, bool)
 	// TopicNames lists every topic, sorted, for requests that ask for all.
 	TopicNames() []string
 
@@ -65,13 +68,19 @@ type Backend interface {
 	// and answers one error code per topic, in request order. Each request
 	// has its defaults filled in.
 	CreateTopics(request CreateTopicsRequest, done func([]int16))
-	// DeleteTopics deletes the named topics, and answers one error code per
-	// name, in request order.
-	DeleteTopics(names []string, timeoutTicks int64, done func([]int16))
+	// DeleteTopics deletes the topics, each named by name or by id, and
+	// answers one error code per topic, in request order.
+	DeleteTopics(topics []TopicRef, timeoutTicks int64, done func([]int16))
 	// ElectLeaders runs a PREFERRED election for each partition (the only
 	// kind tide offers), answering as controller.ElectPreferred does.
 	// partitions is never empty.
 	ElectLeaders(partitions []metadata.TopicPartition, timeoutTicks int64, done func(controller.ElectLeadersResponse))
+}
+
+// TopicRef names a topic by Name, or by ID with an empty Name (KIP-516).
+type TopicRef struct {
+	Name string
+	ID   metadata.TopicID
 }
 
 // Cluster is what the answering broker knows of its cluster.

@@ -30,9 +30,13 @@ func TestFetchReplicaIDs(t *testing.T) {
 			h := newTestHandler(t, backend)
 			request := testFetchRequest(version, 0, -1)
 			request.ReplicaID = c.sent
+			if version >= 15 {
+				request.ReplicaState.ID = c.sent // where v15 carries it
+			}
 			roundTrip(t, h, request)
 			sent := backend.fetches[0]
-			if sent.ReplicaID != c.want || sent.Partitions[0].ReplicaID != c.want || sent.Partitions[2].ReplicaID != c.want {
+			last := sent.Partitions[len(sent.Partitions)-1]
+			if sent.ReplicaID != c.want || sent.Partitions[0].ReplicaID != c.want || last.ReplicaID != c.want {
 				t.Fatalf("v%d: replica id %d reached the backend as %d (partitions %d)", version, c.sent, sent.ReplicaID, sent.Partitions[0].ReplicaID)
 			}
 		}

@@ -41,7 +41,8 @@ func (emptyBroker) InitProducerID(_ wire.InitProducerIDRequest, done func(wire.I
 func (emptyBroker) CreateTopics(r wire.CreateTopicsRequest, done func([]int16)) {
 	done(make([]int16, len(r.Topics)))
 }
-func (emptyBroker) DeleteTopics(names []string, _ int64, done func([]int16)) {
+func (emptyBroker) TopicByID(metadata.TopicID) (metadata.Topic, bool) { return metadata.Topic{}, false }
+func (emptyBroker) DeleteTopics(names []wire.TopicRef, _ int64, done func([]int16)) {
 	done(make([]int16, len(names)))
 }
 func (emptyBroker) ElectLeaders(_ []metadata.TopicPartition, _ int64, done func(controller.ElectLeadersResponse)) {

@@ -41,9 +41,12 @@ type fakeBackend struct {
 	produces     []replica.ProduceRequest
 	fetches      []FetchRequest
 	createTopics []CreateTopicsRequest
+	// nextTopicID numbers the topics' ids.
+	nextTopicID byte
 }
 
 type fakeTopic struct {
+	id         metadata.TopicID
 	config     metadata.TopicConfig
 	partitions []*fakePartition
 }
@@ -109,7 +112,9 @@ func (f *fakeBackend) addTopic(name string, partitions int, leaderEpoch record.L
 	if len(replicas) == 0 {
 		replicas = []metadata.BrokerID{1}
 	}
-	topic := &fakeTopic{config: metadata.TopicConfig{ReplicationFactor: len(replicas), MinInsyncReplicas: 1}}
+	f.nextTopicID++
+	topic := &fakeTopic{id: metadata.TopicID{0: 't', 15: f.nextTopicID},
+		config: metadata.TopicConfig{ReplicationFactor: len(replicas), MinInsyncReplicas: 1}}
 	for p := range partitions {
 		state := metadata.PartitionState{
 			TopicPartition: metadata.TopicPartition{Topic: name, Partition: int32(p)},
@@ -138,11 +143,20 @@ func (f *fakeBackend) Topic(name string) (metadata.Topic, bool) {
 	if !ok {
 		return metadata.Topic{}, false
 	}
-	result := metadata.Topic{Name: name, Config: topic.config}
+	result := metadata.Topic{Name: name, ID: topic.id, Config: topic.config}
 	for _, p := range topic.partitions {
 		result.Partitions = append(result.Partitions, p.state.Clone())
 	}
 	return result, true
+}
+
+func (f *fakeBackend) TopicByID(id metadata.TopicID) (metadata.Topic, bool) {
+	for name, topic := range f.topics {
+		if topic.id == id && !id.IsZero() {
+			return f.Topic(name)
+		}
+	}
+	return metadata.Topic{}, false
 }
 
 func (f *fakeBackend) TopicNames() []string {
@@ -381,9 +395,18 @@ func (f *fakeBackend) CreateTopics(request CreateTopicsRequest, done func([]int1
 	done(codes)
 }
 
-func (f *fakeBackend) DeleteTopics(names []string, timeoutTicks int64, done func([]int16)) {
-	codes := make([]int16, len(names))
-	for i, name := range names {
+func (f *fakeBackend) DeleteTopics(topics []TopicRef, timeoutTicks int64, done func([]int16)) {
+	codes := make([]int16, len(topics))
+	for i, ref := range topics {
+		name := ref.Name
+		if !ref.ID.IsZero() {
+			topic, ok := f.TopicByID(ref.ID)
+			if !ok {
+				codes[i] = kerr.UnknownTopicID.Code
+				continue
+			}
+			name = topic.Name
+		}
 		if f.topics[name] == nil {
 			codes[i] = kerr.UnknownTopicOrPartition.Code
 			continue

@@ -48,13 +48,50 @@ func call(t testing.TB, h *Handler, request []byte) ([]byte, error) {
 // response kmsg would expect.
 func roundTrip(t testing.TB, h *Handler, request kmsg.Request) kmsg.Response {
 	t.Helper()
+	fetch, _ := request.(*kmsg.FetchRequest)
+	if fetch != nil && fetch.Version >= 13 {
+		fetchByTopicID(h.backend, fetch)
+	}
 	raw, err := call(t, h, encodeRequest(request, testCorrelationID))
 	if err != nil {
 		t.Fatalf("%s v%d: %v", kmsg.NameForKey(request.Key()), request.GetVersion(), err)
 	}
 	response := request.ResponseKind()
 	decodeResponse(t, raw, testCorrelationID, response)
+	if fetch != nil && fetch.Version >= 13 {
+		nameFetchedTopics(fetch, response.(*kmsg.FetchResponse))
+	}
 	return response
+}
+
+// fetchByTopicID gives the topics of a fetch written with names the ids a
+// v13+ fetch names them by: the Backend's, or for a topic it does not
+// have one no topic has, so that the tests of every version can be
+// written with names.
+func fetchByTopicID(backend Backend, request *kmsg.FetchRequest) {
+	for i := range request.Topics {
+		topic := &request.Topics[i]
+		if topic.TopicID != [16]byte{} || topic.Topic == "" {
+			continue
+		}
+		if known, ok := backend.Topic(topic.Topic); ok {
+			topic.TopicID = known.ID
+		} else {
+			copy(topic.TopicID[:], "unknown:"+topic.Topic)
+		}
+	}
+}
+
+// nameFetchedTopics puts back in a v13+ answer the names the request's
+// ids stood for.
+func nameFetchedTopics(request *kmsg.FetchRequest, response *kmsg.FetchResponse) {
+	for i := range response.Topics {
+		for _, asked := range request.Topics {
+			if asked.TopicID == response.Topics[i].TopicID {
+				response.Topics[i].Topic = asked.Topic
+			}
+		}
+	}
 }
 
 // decodeResponse checks the response header and decodes the body into
