@@ -54,6 +54,8 @@ type Log struct {
 	// it at or below the log end offset.
 	highWatermark record.Offset
 	recovery      RecoveryReport
+	// cleaner is the log cleaner's state (cleaner*.go).
+	cleaner cleanerState
 }
 
 // AppendResult says where an append landed: offsets [BaseOffset, NextOffset).
