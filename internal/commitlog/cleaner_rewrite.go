@@ -64,8 +64,9 @@ func (l *Log) rewriteSegmentLocked(s *segment, m *offsetMap, opts CleanOptions, 
 // cleanBatch decides what becomes of one batch and hands it to w. The
 // rules, Kafka's (Cleaner.shouldRetainRecord, checkBatchRetention):
 //
-//   - Control batches and batches at or beyond the map's end are kept as
-//     they are. (tide has no transactions yet, so there are no aborted
+//   - Control batches, batches at or beyond the map's end and batches
+//     wholly below the log start offset (dead, left for retention to
+//     delete with their segment) are kept as they are. (tide has no transactions yet, so there are no aborted
 //     records to remove and no markers whose transaction is done.)
 //   - A record is removed when the map holds a later record of its key
 //     (superseded), when it has no key (a compacted topic has no use for
@@ -83,7 +84,7 @@ func (l *Log) rewriteSegmentLocked(s *segment, m *offsetMap, opts CleanOptions, 
 //     MaxBatchBytes is kept as it is, and a segment whose rewrite would
 //     pass both its old size and SegmentBytes is not swapped in.
 func (l *Log) cleanBatch(w *segmentWriter, batch []byte, header record.Header, m *offsetMap, opts CleanOptions, result *CleanResult) error {
-	if header.IsControl() || header.BaseOffset >= m.end {
+	if header.IsControl() || header.BaseOffset >= m.end || header.NextOffset() <= l.logStartOffset {
 		return w.keep(batch, header)
 	}
 	_, records, err := record.DecodeRecords(batch, l.limits.MaxBatchBytes, cleanerDecompressedBatchBytesMax)
