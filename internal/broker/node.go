@@ -68,7 +68,12 @@ type Config struct {
 	// rather than bytes read (ClientAnswer.FetchChunks), for the runtime to
 	// write from the files (with sendfile, for real ones). Records above
 	// the high watermark, which a truncation may change, are always read.
-	ZeroCopyReads bool
+	ZeroCopyReads bool // CleanerConfigs are the topics this node compacts (cleanup.policy
+	// compact), with their cleaner configs; see cleanerConfigFor.
+	CleanerConfigs map[string]commitlog.CleanerConfig
+	// CleanerIntervalTicks is how many ticks apart CleanLogs runs a pass;
+	// zero means CleanerIntervalTicksDefault.
+	CleanerIntervalTicks int64
 }
 
 // partition is one hosted partition: its replica and its log.
@@ -99,6 +104,10 @@ type Node struct {
 	// now counts Ticks, for retrying requests to the controller.
 	now         int64
 	producerIDs producerIDs
+	// cleanedAtTick is when CleanLogs last ran a pass, cleanerTurn whose
+	// turn it was.
+	cleanedAtTick int64
+	cleanerTurn   int
 }
 
 type producerKey struct {

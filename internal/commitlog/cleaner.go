@@ -74,8 +74,9 @@ type cleanPlan struct {
 // Clean runs one cleaning pass, if the log needs one (see CleanOptions and
 // the steps above). It holds the log's lock throughout, so appends and reads
 // wait for it; the broker bounds the work by cleaning one log at a time.
-// Like retention, it replaces segment files: Chunks of a cleaned segment
-// from an earlier Read must be finished with before Clean is called. A
+// It replaces segment files: the files of a segment swapped out stay open
+// until the next pass or Close, so a Chunk read before the pass stays
+// readable until then. A
 // failure to write or swap fails the log (ErrLogFailed); recovery on reopen
 // finishes with either the original or the cleaned version of each segment.
 func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
@@ -86,6 +87,9 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 	defer l.mu.Unlock()
 	if err := l.usableLocked(); err != nil {
 		return CleanResult{}, err
+	}
+	if err := l.closeRetiredLocked(); err != nil {
+		return CleanResult{}, l.failLocked(fmt.Errorf("cleaner: close swapped-out segments: %w", err))
 	}
 	if !opts.Config.Compact {
 		return CleanResult{Skipped: "cleanup.policy has no compact"}, nil

@@ -141,6 +141,8 @@ type cleanerState struct {
 	loaded bool
 	// cleanedTo is the cleaner checkpoint: the first dirty offset.
 	cleanedTo record.Offset
+	// retired are segments swapped out, whose files are still open.
+	retired []*segment
 }
 
 // firstDirtyLocked returns where the dirty section starts: the cleaner

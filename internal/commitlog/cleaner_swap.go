@@ -45,11 +45,11 @@ func (l *Log) swapSegmentLocked(i int, w *segmentWriter) error {
 	if err := fs.SyncDir(dir); err != nil {
 		return l.failLocked(fmt.Errorf("cleaner: sync dir: %w", err))
 	}
-	closeErr := s.close()
+	// The original's files stay open until the next pass (retireLocked):
+	// a Chunk read from it before the swap may still be on its way to a
+	// socket, and the renamed-over file lives on while it is open.
+	l.cleaner.retired = append(l.cleaner.retired, s)
 	fresh, err := openSegment(fs, dir, s.baseOffset, s.createdAt)
-	if err == nil {
-		err = closeErr
-	}
 	if err != nil {
 		return l.failLocked(fmt.Errorf("cleaner: reopen %s: %w", segmentName, err))
 	}
@@ -90,4 +90,18 @@ func (w *segmentWriter) finish(fs disk.FS, indexName string) error {
 		return err
 	}
 	return index.Close()
+}
+
+// closeRetiredLocked closes the files of segments an earlier pass swapped
+// out. A Chunk of them handed out before that pass must be finished with by
+// now: a pass runs at most once per broker cleaner interval.
+func (l *Log) closeRetiredLocked() error {
+	var err error
+	for _, s := range l.cleaner.retired {
+		if closeErr := s.close(); err == nil {
+			err = closeErr
+		}
+	}
+	l.cleaner.retired = nil
+	return err
 }

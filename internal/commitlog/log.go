@@ -273,6 +273,9 @@ func (l *Log) Close() error {
 			err = closeErr
 		}
 	}
+	if closeErr := l.closeRetiredLocked(); err == nil {
+		err = closeErr
+	}
 	l.closed = true
 	return err
 }
