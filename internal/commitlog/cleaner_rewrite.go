@@ -2,7 +2,6 @@ package commitlog
 
 import (
 	"fmt"
-	"math"
 	"path"
 
 	"github.com/tidelog/tide/internal/disk"
@@ -54,10 +53,6 @@ func (l *Log) rewriteSegmentLocked(s *segment, m *offsetMap, opts CleanOptions, 
 			return nil, l.failLocked(fmt.Errorf("cleaner: %s: %w", segmentFileName(s.baseOffset), err))
 		}
 	}
-	if err := w.flushRemoved(); err != nil {
-		file.Close()
-		return nil, l.failLocked(fmt.Errorf("cleaner: %s: %w", segmentFileName(s.baseOffset), err))
-	}
 	return w, nil
 }
 
@@ -75,9 +70,9 @@ func (l *Log) rewriteSegmentLocked(s *segment, m *offsetMap, opts CleanOptions, 
 //   - A batch that keeps a tombstone and has no delete horizon gets one,
 //     now + delete.retention.ms (KIP-534): the tombstone stays at least
 //     that long after the cleaner first saw it.
-//   - A batch whose records all go leaves an empty batch with its
-//     producer's header if it is that producer's last batch (KIP-98),
-//     and otherwise an empty filler batch (see segmentWriter).
+//   - A batch whose records all go leaves an empty batch covering its
+//     offsets: with its producer's header if it is that producer's last
+//     batch (KIP-98), else with none (see segmentWriter).
 //   - A rewrite can be larger than the original (a delete horizon makes
 //     the records' timestamp deltas longer; recompression may do worse
 //     than the producer did). A batch whose rewrite would pass the log's
@@ -111,18 +106,17 @@ func (l *Log) cleanBatch(w *segmentWriter, batch []byte, header record.Header, m
 	}
 	stampHorizon := keptTombstone && !header.HasDeleteHorizon()
 	lastOfProducer := header.ProducerID >= 0 && m.lastOfProducer[header.ProducerID] == header.BaseOffset
-	if len(records) > 0 && len(kept) == len(records) && !stampHorizon || len(records) == 0 && lastOfProducer {
+	if len(records) > 0 && len(kept) == len(records) && !stampHorizon || len(records) == 0 && (lastOfProducer || header.ProducerID < 0) {
 		return w.keep(batch, header)
 	}
 	if len(kept) == 0 {
 		result.RecordsRemoved += superseded
 		result.TombstonesRemoved += tombstones
+		var producer *record.ProducerState
 		if lastOfProducer {
-			producer := &record.ProducerState{ProducerID: header.ProducerID, ProducerEpoch: header.ProducerEpoch, BaseSequence: header.BaseSequence}
-			empty := record.EmptyBatch(header.BaseOffset, header.LastOffsetDelta, header.PartitionLeaderEpoch, header.MaxTimestampMs, producer, header.Attributes)
-			return w.replace(empty)
+			producer = &record.ProducerState{ProducerID: header.ProducerID, ProducerEpoch: header.ProducerEpoch, BaseSequence: header.BaseSequence}
 		}
-		return w.remove(header)
+		return w.replace(record.EmptyBatch(header.BaseOffset, header.LastOffsetDelta, header.PartitionLeaderEpoch, header.MaxTimestampMs, producer, header.Attributes))
 	}
 	horizonMs := int64(-1)
 	if stampHorizon {
@@ -151,15 +145,15 @@ func mustParseHeader(batch []byte) record.Header {
 
 // segmentWriter writes a cleaned segment and its index.
 //
-// The log's batches stay contiguous after cleaning: where batches went
-// whole, an empty filler batch (no records, no producer, the run's leader
-// epoch and newest timestamp) covers their offsets, one per run of removed
-// batches of one epoch. Kafka leaves holes there instead; tide's recovery,
-// reads and follower appends check that each batch starts where the last
-// one ended (a gap is damage, or a lost append), and a consumer fetching an
-// offset in a hole gets the filler and moves past it, as it would move past
-// Kafka's hole. Fillers never span an epoch change, so the epoch cache
-// rebuilt from batch headers is the one the original batches gave.
+// The log's batches keep their boundaries after cleaning: where every
+// record of a batch went, an empty batch (no records; the batch's offsets,
+// leader epoch and newest timestamp) takes its place. Kafka drops such a
+// batch and leaves a hole; tide's recovery, reads and follower appends
+// check that each batch starts where the last one ended (there a gap is
+// damage or a lost append), and a follower whose log ends at a batch
+// boundary of the leader's must find a batch starting there. A consumer
+// fetching an offset in the empty batch gets it and moves past it, as it
+// moves past Kafka's hole. The empty batch costs its 61-byte header.
 type segmentWriter struct {
 	file           disk.File
 	base           record.Offset
@@ -170,61 +164,17 @@ type segmentWriter struct {
 	maxTimestampMs int64
 	// changed is set once anything differs from the original segment.
 	changed bool
-	removed *removedRun
 }
 
-// removedRun is a run of wholly removed batches not yet covered by a
-// filler.
-type removedRun struct {
-	base, last  record.Offset
-	epoch       record.LeaderEpoch
-	timestampMs int64
-}
-
-// keep appends an original batch as it is, after any pending filler.
+// keep appends an original batch as it is.
 func (w *segmentWriter) keep(batch []byte, header record.Header) error {
-	if err := w.flushRemoved(); err != nil {
-		return err
-	}
 	return w.append(batch, header)
 }
 
-// replace appends a batch the cleaner rewrote, after any pending filler.
+// replace appends a batch the cleaner rewrote.
 func (w *segmentWriter) replace(batch []byte) error {
 	w.changed = true
-	return w.keep(batch, mustParseHeader(batch))
-}
-
-// remove notes a batch whose records all went, or an empty batch that no
-// longer needs its own header (a filler, or the header of a producer that
-// has a later batch). A filler alone is written back as it was.
-func (w *segmentWriter) remove(header record.Header) error {
-	run := w.removed
-	merge := run != nil && run.epoch == header.PartitionLeaderEpoch && run.last+1 == header.BaseOffset && header.LastOffset()-run.base <= math.MaxInt32
-	if merge || header.RecordCount > 0 || header.ProducerID >= 0 {
-		w.changed = true
-	}
-	if merge {
-		run.last = header.LastOffset()
-		run.timestampMs = max(run.timestampMs, header.MaxTimestampMs)
-		return nil
-	}
-	if err := w.flushRemoved(); err != nil {
-		return err
-	}
-	w.removed = &removedRun{base: header.BaseOffset, last: header.LastOffset(), epoch: header.PartitionLeaderEpoch, timestampMs: header.MaxTimestampMs}
-	return nil
-}
-
-// flushRemoved writes the filler of the pending run of removed batches.
-func (w *segmentWriter) flushRemoved() error {
-	run := w.removed
-	if run == nil {
-		return nil
-	}
-	w.removed = nil
-	filler := record.EmptyBatch(run.base, int32(run.last-run.base), run.epoch, run.timestampMs, nil, 0)
-	return w.append(filler, mustParseHeader(filler))
+	return w.append(batch, mustParseHeader(batch))
 }
 
 func (w *segmentWriter) append(batch []byte, header record.Header) error {

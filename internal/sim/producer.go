@@ -159,6 +159,9 @@ func (load *workload) produce(p *producer, tp metadata.TopicPartition) {
 		load.nextValue++
 		records[i] = record.Record{Value: []byte(fmt.Sprintf("v%d", load.nextValue))}
 	}
+	if w.shape.compaction.on {
+		records = load.compactedRecords(count)
+	}
 	options := record.BuildOptions{Records: records, LeaderEpoch: record.NoLeaderEpoch, BaseTimestampMs: w.now * 10}
 	if p.idempotent {
 		options.Producer = &record.ProducerState{ProducerID: p.producerID, ProducerEpoch: p.producerEpoch, BaseSequence: p.sequences[tp]}

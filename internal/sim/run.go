@@ -14,18 +14,20 @@ import (
 
 // Stats counts what a run did.
 type Stats struct {
-	Ticks        int64
-	produces     int
-	acked        int
-	consumes     int
-	crashes      int
-	powerLosses  int
-	pauses       int
-	partitions   int
-	preferred    int
-	shutdowns    int
-	truncations  int
-	messagesLost int
+	Ticks       int64
+	produces    int
+	acked       int
+	consumes    int
+	crashes     int
+	powerLosses int
+	pauses      int
+	partitions  int
+	preferred   int
+	shutdowns   int
+	truncations int
+	// cleanerPasses counts the log cleaner's passes on compacted topics.
+	cleanerPasses int
+	messagesLost  int
 	// connectionResets are Kafka connections reset by a lost packet.
 	connectionResets int
 	// blackholes are machines whose packets were all dropped for a while.
