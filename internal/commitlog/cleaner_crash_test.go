@@ -16,8 +16,9 @@ import (
 // after which the disk crashes at once. After every pass, and after every
 // crash in one, the log must be a compaction of what it held before:
 //
-//   - its batches cover the same offsets, each a run of the old ones with
-//     their leader epoch, and only batches below the pass's bound changed;
+//   - its batches cover the same offsets, batch for batch (an emptied
+//     batch keeps its offsets), in the same leader epochs, and only
+//     batches below the pass's bound changed;
 //   - every record in it is the record the old log had at that offset;
 //   - every record it lost lies below the bound and is keyless, superseded
 //     by a later record of its key below the bound, or a tombstone whose
@@ -213,8 +214,8 @@ func (r *crashRun) checkCompaction(before, after []byte, bound record.Offset, no
 	}
 }
 
-// checkBatchRuns checks that each batch of cleaned covers a run of whole
-// batches of old in one epoch, and is old's batch byte for byte unless it
+// checkBatchRuns checks that each batch of cleaned covers the offsets of
+// one batch of old, in its epoch, and is that batch byte for byte unless it
 // lies below bound.
 func (r *crashRun) checkBatchRuns(old, cleaned []storedBatch, bound record.Offset, when string) {
 	if len(old) == 0 || len(cleaned) == 0 {
@@ -236,10 +237,10 @@ func (r *crashRun) checkBatchRuns(old, cleaned []storedBatch, bound record.Offse
 			}
 			j++
 		}
-		if j == first || old[j-1].header.NextOffset() != h.NextOffset() {
-			r.fatalf("%s: batch [%d, %d) does not end where an old batch did", when, h.BaseOffset, h.NextOffset())
+		if j != first+1 || old[first].header.NextOffset() != h.NextOffset() {
+			r.fatalf("%s: batch [%d, %d) does not cover exactly one old batch", when, h.BaseOffset, h.NextOffset())
 		}
-		changed := j-first != 1 || !bytes.Equal(old[first].bytes, batch.bytes)
+		changed := !bytes.Equal(old[first].bytes, batch.bytes)
 		if changed && h.NextOffset() > bound {
 			r.fatalf("%s: batch [%d, %d) changed, above the bound %d", when, h.BaseOffset, h.NextOffset(), bound)
 		}
