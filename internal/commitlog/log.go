@@ -1,6 +1,7 @@
 // Package commitlog is one partition replica's log on disk, as Kafka keeps
 // it: segments of record batches named by base offset, holding the batches'
-// bytes exactly as received; a sparse offset index per segment; the
+// bytes exactly as received (until the log cleaner of a compacted topic,
+// cleaner*.go, rewrites them); a sparse offset index per segment; the
 // leader-epoch cache with its checkpoint; and a checkpoint of the high
 // watermark, recovery point and log start offset.
 //
