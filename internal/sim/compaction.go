@@ -26,6 +26,9 @@ import (
 // tombstone past delete.retention.ms.
 const InvariantCompactionLostValue = "compaction-lost-a-value"
 
+// compactionStream seeds the draw of compactionShape (with the seed).
+const compactionStream = 0x636f6d70616374
+
 // compactionShape is the cleaner side of a seed's shape.
 type compactionShape struct {
 	on           bool
@@ -107,6 +110,9 @@ func (load *workload) compactedRecords(count int) []record.Record {
 type knownRecord struct {
 	key, value  []byte
 	timestampMs int64
+	// epoch is the leader epoch of its batch, or record.NoLeaderEpoch while
+	// the checker knows it only from the producer's acknowledgement.
+	epoch record.LeaderEpoch
 }
 
 func (r knownRecord) tombstone() bool { return r.value == nil }
@@ -136,18 +142,24 @@ func (c *checker) learn(tp metadata.TopicPartition, batches []byte) {
 	if k.known[tp] == nil {
 		k.known[tp], k.latest[tp] = map[record.Offset]knownRecord{}, map[string]record.Offset{}
 	}
-	forEachRecord(batches, func(offset record.Offset, r record.StoredRecord) {
-		if _, ok := k.known[tp][offset]; !ok {
-			k.known[tp][offset] = knownRecord{key: bytes.Clone(r.Key), value: bytes.Clone(r.Value), timestampMs: r.TimestampMs}
+	forEachRecord(batches, func(offset record.Offset, epoch record.LeaderEpoch, r record.StoredRecord) {
+		known, ok := k.known[tp][offset]
+		if !ok {
+			known = knownRecord{key: bytes.Clone(r.Key), value: bytes.Clone(r.Value), timestampMs: r.TimestampMs, epoch: epoch}
 		}
+		if known.epoch < 0 {
+			known.epoch = epoch
+		}
+		k.known[tp][offset] = known
 		if latest, ok := k.latest[tp][string(r.Key)]; !ok || offset > latest {
 			k.latest[tp][string(r.Key)] = offset
 		}
 	})
 }
 
-// forEachRecord calls f with every record of batches and its offset.
-func forEachRecord(batches []byte, f func(record.Offset, record.StoredRecord)) {
+// forEachRecord calls f with every record of batches, its offset and its
+// batch's leader epoch.
+func forEachRecord(batches []byte, f func(record.Offset, record.LeaderEpoch, record.StoredRecord)) {
 	it := record.NewIterator(batches, record.Limits{MaxBatchBytes: 1 << 30})
 	for it.Next() {
 		header, records, err := record.DecodeRecords(it.Batch(), 1<<30, 1<<30)
@@ -155,7 +167,7 @@ func forEachRecord(batches []byte, f func(record.Offset, record.StoredRecord)) {
 			panic(fmt.Sprintf("sim: a stored batch does not decode: %v", err))
 		}
 		for _, r := range records {
-			f(header.BaseOffset+record.Offset(r.OffsetDelta), r)
+			f(header.BaseOffset+record.Offset(r.OffsetDelta), header.PartitionLeaderEpoch, r)
 		}
 	}
 }
@@ -177,11 +189,20 @@ func (c *checker) checkCompacted(tp metadata.TopicPartition, logs []liveLog, fin
 			continue
 		}
 		held := map[record.Offset]record.StoredRecord{}
-		forEachRecord(log.data, func(offset record.Offset, r record.StoredRecord) { held[offset] = r })
+		forEachRecord(log.data, func(offset record.Offset, _ record.LeaderEpoch, r record.StoredRecord) { held[offset] = r })
+		epochs := batchEpochs(log.data)
 		for _, offset := range sortedOffsets(c.compaction.known[tp]) {
 			known := c.compaction.known[tp][offset]
 			if offset < log.start {
 				continue
+			}
+			// The batch over a committed offset keeps its leader epoch
+			// whatever the cleaner removed from it: another epoch there,
+			// or no batch, is another history, not compaction.
+			if epoch, covered := epochs[offset]; !covered || (known.epoch >= 0 && epoch != known.epoch) {
+				c.failAt(InvariantCompactionLostValue, offset, offset, "%s: the committed record %s=%q at offset %d (epoch %d) is gone: b%d (%s) holds %s there",
+					tp, known.key, known.value, offset, known.epoch, log.broker, roleName(log.leader), describeEpoch(epoch, covered))
+				return
 			}
 			r, ok := held[offset]
 			superseded := c.compaction.latest[tp][string(known.key)] > offset
@@ -204,8 +225,8 @@ func (c *checker) checkCompactedAgreement(tp metadata.TopicPartition, logs []liv
 			a, b := logs[i], logs[j]
 			below := min(a.highWatermark, b.highWatermark)
 			held := map[record.Offset]record.StoredRecord{}
-			forEachRecord(a.data, func(offset record.Offset, r record.StoredRecord) { held[offset] = r })
-			forEachRecord(b.data, func(offset record.Offset, r record.StoredRecord) {
+			forEachRecord(a.data, func(offset record.Offset, _ record.LeaderEpoch, r record.StoredRecord) { held[offset] = r })
+			forEachRecord(b.data, func(offset record.Offset, _ record.LeaderEpoch, r record.StoredRecord) {
 				other, ok := held[offset]
 				if ok && offset < below && !(knownRecord{key: other.Key, value: other.Value}).same(r) {
 					c.failAt(InvariantPrefixesDisagree, offset, offset, "%s: b%d and b%d hold different records at offset %d, below both high watermarks (%d, %d)",
@@ -223,4 +244,24 @@ func sortedOffsets(records map[record.Offset]knownRecord) []record.Offset {
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i] < list[j] })
 	return list
+}
+
+// batchEpochs maps every offset the batches cover to its batch's epoch.
+func batchEpochs(batches []byte) map[record.Offset]record.LeaderEpoch {
+	epochs := map[record.Offset]record.LeaderEpoch{}
+	it := record.NewIterator(batches, record.Limits{MaxBatchBytes: 1 << 30})
+	for it.Next() {
+		header := it.Header()
+		for offset := header.BaseOffset; offset < header.NextOffset(); offset++ {
+			epochs[offset] = header.PartitionLeaderEpoch
+		}
+	}
+	return epochs
+}
+
+func describeEpoch(epoch record.LeaderEpoch, covered bool) string {
+	if !covered {
+		return "no batch"
+	}
+	return fmt.Sprintf("a batch of epoch %d", epoch)
 }

@@ -143,7 +143,6 @@ func drawShape(random *rand.Rand) shape {
 		s.failoverChainRate = 0.001 + random.Float64()*0.004
 		s.replicationFactor, s.minInsyncReplicas = 3, 2
 	}
-	s.drawCompaction(random)
 	return s
 }
 

@@ -126,7 +126,11 @@ func newWorld(options Options) *world {
 		options.TraceLines = 80
 	}
 	random := rand.New(rand.NewPCG(options.Seed, 0x74696465_73696d))
-	return newWorldOfShape(options, random, drawShape(random).without(options.Without))
+	shape := drawShape(random)
+	// Compaction is drawn from a stream of its own, so that a seed whose
+	// topic is not compacted runs as it did before compaction existed.
+	shape.drawCompaction(rand.New(rand.NewPCG(options.Seed, compactionStream)))
+	return newWorldOfShape(options, random, shape.without(options.Without))
 }
 
 // newWorldOfShape builds a world of a given shape: one drawn from the seed,
