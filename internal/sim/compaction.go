@@ -96,8 +96,8 @@ func (load *workload) compactedRecords(count int) []record.Record {
 	records := make([]record.Record, count)
 	for i := range records {
 		load.nextValue++
-		records[i] = record.Record{Key: []byte(fmt.Sprintf("k%d", w.random.IntN(w.shape.compaction.keys))), Value: []byte(fmt.Sprintf("v%d", load.nextValue))}
-		if w.random.IntN(8) == 0 {
+		records[i] = record.Record{Key: []byte(fmt.Sprintf("k%d", load.keys.IntN(w.shape.compaction.keys))), Value: []byte(fmt.Sprintf("v%d", load.nextValue))}
+		if load.keys.IntN(8) == 0 {
 			records[i].Value = nil
 		}
 	}
@@ -264,4 +264,40 @@ func describeEpoch(epoch record.LeaderEpoch, covered bool) string {
 		return "no batch"
 	}
 	return fmt.Sprintf("a batch of epoch %d", epoch)
+}
+
+// learnAckedEpoch gives the records of an acknowledged batch of a compacted
+// partition the leader epoch the acknowledging leader stored it with, if
+// its log still holds the batch as produced (it would not once cleaned).
+func (c *checker) learnAckedEpoch(tp metadata.TopicPartition, base record.Offset, batch []byte, by metadata.BrokerID) {
+	if !c.compacted(tp) || by == metadata.NoBroker {
+		return
+	}
+	b := c.w.broker(by)
+	if !b.up || b.node == nil {
+		return
+	}
+	_, log, ok := b.node.Replica(tp)
+	if !ok || base < log.LogStartOffset() || base >= log.LogEndOffset() {
+		return
+	}
+	result, err := log.Read(base, 1, log.LogEndOffset())
+	if err != nil || result.Empty() {
+		return
+	}
+	data, err := result.AppendTo(nil)
+	if err != nil {
+		return
+	}
+	stored, err := record.ParseHeader(data)
+	produced, _ := record.ParseHeader(batch)
+	if err != nil || stored.BaseOffset != base || stored.CRC != produced.CRC {
+		return
+	}
+	for offset := base; offset < stored.NextOffset(); offset++ {
+		if known, ok := c.compaction.known[tp][offset]; ok && known.epoch < 0 {
+			known.epoch = stored.PartitionLeaderEpoch
+			c.compaction.known[tp][offset] = known
+		}
+	}
 }

@@ -52,6 +52,8 @@ type pendingProduce struct {
 	sentAt      int64
 	retryAt     int64
 	attempts    int
+	// answeredBy is the broker whose answer is being handled.
+	answeredBy metadata.BrokerID
 }
 
 // Client timing, in ticks.
@@ -199,6 +201,7 @@ func (load *workload) sendProduce(p *producer, pending *pendingProduce) {
 			return
 		}
 		code, base := produceResult(response.(*kmsg.ProduceResponse))
+		pending.answeredBy = state.Leader
 		load.produceAnswered(p, pending, code, base)
 	})
 	if !sent {
@@ -271,6 +274,7 @@ func (load *workload) produceAnswered(p *producer, pending *pendingProduce, code
 		}
 		if pending.acks == replica.AcksAll {
 			load.w.checker.observeAck(pending.partition, base, pending.batch)
+			load.w.checker.learnAckedEpoch(pending.partition, base, pending.batch, pending.answeredBy)
 		}
 	case p.retry && retriable(code):
 		if pending.retryAt == 0 {
