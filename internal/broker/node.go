@@ -74,6 +74,12 @@ type Config struct {
 	// DeletedFilesPerTick bounds the files of deleted partition
 	// directories removed per Tick; zero means 64.
 	DeletedFilesPerTick int
+	// CleanerConfigs are the topics this node compacts (cleanup.policy
+	// compact), with their cleaner configs; see cleanerConfigFor.
+	CleanerConfigs map[string]commitlog.CleanerConfig
+	// CleanerIntervalTicks is how many ticks apart CleanLogs runs a pass;
+	// zero means CleanerIntervalTicksDefault.
+	CleanerIntervalTicks int64
 }
 
 // partition is one hosted partition: its replica and its log.
@@ -122,6 +128,10 @@ type Node struct {
 	deletions        []string
 	deletionsScanned bool
 	deletionsNamed   uint64
+	// cleanedAtTick is when CleanLogs last ran a pass, cleanerTurn whose
+	// turn it was.
+	cleanedAtTick int64
+	cleanerTurn   int
 }
 
 type producerKey struct {

@@ -18,7 +18,9 @@ var crashSeeds = flag.Int("crash-seeds", 2000, "number of seeded runs in TestCra
 
 // TestCrashRecovery runs thousands of seeded histories of random appends
 // (as leader and follower), truncations, rolls, syncs, checkpoints,
-// retention and crashes on the crashable in-memory filesystem. After each
+// retention, cleaning (cleaner_crash_test.go: half the runs append keyed
+// records and clean, some passes failing part-way and crashing) and crashes
+// on the crashable in-memory filesystem. After each
 // crash and reopen it checks the durability contract:
 //
 //   - the log is a prefix of what was appended (and not truncated since),
@@ -60,6 +62,10 @@ type crashRun struct {
 	// syncAppends syncs after every append, as the broker does with
 	// flush=always.
 	syncAppends bool
+	// keyed runs append keyed records and clean (cleaner_crash_test.go);
+	// faulty wraps mem to fail a cleaning pass's file operation.
+	keyed  bool
+	faulty *disk.FaultyFS
 	// trace lists the steps so far, printed when a check fails.
 	trace []string
 }
@@ -85,6 +91,7 @@ func runCrashHistory(t *testing.T, seed uint64) {
 	}
 	// flush=always as the broker does it: a sync after every append.
 	r.syncAppends = r.random.IntN(2) == 0
+	r.keyed = r.random.IntN(2) == 0
 	r.reopen(r.mem)
 	defer func() { r.log.Close() }()
 	steps := 40 + r.random.IntN(120)
@@ -100,7 +107,9 @@ func runCrashHistory(t *testing.T, seed uint64) {
 
 func (r *crashRun) reopen(fs *disk.MemFS) {
 	r.mem = fs
-	r.cfg.FS = fs
+	r.faulty = disk.NewFaulty(fs, disk.FaultConfig{})
+	r.faulty.SetEnabled(false)
+	r.cfg.FS = r.faulty
 	l, err := Open(r.cfg)
 	if err != nil {
 		r.fatalf("open: %v", err)
@@ -149,6 +158,8 @@ func (r *crashRun) step() {
 		r.reopen(r.mem)
 		r.note("close and reopen")
 		r.checkAfterReopen(l.LogEndOffset(), "after clean reopen")
+	case choice < 92:
+		r.clean()
 	default:
 		r.crash()
 	}
@@ -161,7 +172,7 @@ func (r *crashRun) appendLeader() {
 		epoch++
 		r.must(l.AssignEpochStartOffset(epoch), "assign epoch")
 	}
-	batches := testBatches(1+r.random.IntN(3), 1+r.random.IntN(4), r.random.IntN(120), r.now.UnixMilli())
+	batches := r.leaderBatches()
 	result, err := appendAsLeader(l, batches, epoch)
 	r.must(err, "append as leader")
 	r.maybeSyncAppend()
@@ -172,7 +183,7 @@ func (r *crashRun) appendLeader() {
 func (r *crashRun) appendFollower() {
 	l := r.log
 	epoch := max(l.LatestEpoch(), 0) + record.LeaderEpoch(r.random.IntN(2))
-	batches := followerBatches(l.LogEndOffset(), epoch, 1+r.random.IntN(3), 1+r.random.IntN(4), r.random.IntN(120), r.now.UnixMilli())
+	batches := r.followerBatches(l.LogEndOffset(), epoch)
 	result, err := l.Append(batches)
 	r.must(err, "append as follower")
 	r.maybeSyncAppend()

@@ -1,6 +1,7 @@
 // Package commitlog is one partition replica's log on disk, as Kafka keeps
 // it: segments of record batches named by base offset, holding the batches'
-// bytes exactly as received; a sparse offset index per segment; the
+// bytes exactly as received (until the log cleaner of a compacted topic,
+// cleaner*.go, rewrites them); a sparse offset index per segment; the
 // leader-epoch cache with its checkpoint; and a checkpoint of the high
 // watermark, recovery point and log start offset.
 //
@@ -54,6 +55,8 @@ type Log struct {
 	// it at or below the log end offset.
 	highWatermark record.Offset
 	recovery      RecoveryReport
+	// cleaner is the log cleaner's state (cleaner*.go).
+	cleaner cleanerState
 }
 
 // AppendResult says where an append landed: offsets [BaseOffset, NextOffset).
@@ -270,6 +273,9 @@ func (l *Log) Close() error {
 		if closeErr := s.close(); err == nil {
 			err = closeErr
 		}
+	}
+	if closeErr := l.closeRetiredLocked(); err == nil {
+		err = closeErr
 	}
 	l.closed = true
 	return err

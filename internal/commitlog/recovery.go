@@ -122,7 +122,9 @@ func (l *Log) listAndCleanDirectory() ([]record.Offset, error) {
 	}
 	for _, name := range names {
 		orphanIndex := strings.HasSuffix(name, indexSuffix) && !segmentNames[strings.TrimSuffix(name, indexSuffix)]
-		if strings.HasSuffix(name, temporarySuffix) || orphanIndex {
+		// A .cleaned file is a cleaner's rewrite that a crash stopped
+		// before its swap: the original it would replace is intact.
+		if strings.HasSuffix(name, temporarySuffix) || strings.HasSuffix(name, cleanedSuffix) || orphanIndex {
 			if err := fs.Remove(path.Join(dir, name)); err != nil {
 				return nil, err
 			}

@@ -41,7 +41,8 @@ const (
 )
 
 // Attribute bits, from Kafka's DefaultRecordBatch. Bit 6 (KIP-534, "delete
-// horizon set") is written only by Kafka's log cleaner, and tide ignores it.
+// horizon set") is written only by the log cleaner (attributeDeleteHorizon,
+// rewrite.go).
 const (
 	attributeCompressionMask = 0x07
 	attributeLogAppendTime   = 0x08

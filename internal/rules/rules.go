@@ -50,11 +50,20 @@ const (
 	// flush=always a replica's log end offset counts toward the high
 	// watermark only once synced.
 	CommittedMeansDurable Rule = "unsynced-ack"
+	// CleanBelowHighWatermark is the compaction failure: a log cleaner that
+	// lets a record above the high watermark supersede an older record of
+	// its key removes the older, committed one; when the newer one is then
+	// truncated away (it was never committed, and a new leader lacks it),
+	// the key's latest committed value is gone from that replica, though
+	// a consumer may already have read it. The rule: the cleanable section
+	// ends at the high watermark (Kafka's first uncleanable offset is at
+	// most the last stable offset, which is at most the high watermark).
+	CleanBelowHighWatermark Rule = "clean-above-hw"
 )
 
 // All lists every rule, in a stable order.
 func All() []Rule {
-	return []Rule{EpochTruncation, FencedFetch, EpochSafeISRJoin, MonotonicHighWatermark, OrderedMetadata, CommittedMeansDurable}
+	return []Rule{EpochTruncation, FencedFetch, EpochSafeISRJoin, MonotonicHighWatermark, OrderedMetadata, CommittedMeansDurable, CleanBelowHighWatermark}
 }
 
 // Parse returns the rule with the given name.

@@ -371,6 +371,12 @@ func TestRandomSchedulesFindEachLegacyFailure(t *testing.T) {
 	budget := 2000
 	for _, rule := range rules.All() {
 		t.Run(string(rule), func(t *testing.T) {
+			if rule == rules.CleanBelowHighWatermark {
+				// The scenarios replay replication seed bugs on logs
+				// nothing compacts; the simulator's compacted topics
+				// find this one (sim.TestEachLegacyRuleIsFound).
+				t.Skip("no scenario compacts a log")
+			}
 			t.Parallel()
 			for seed := uint64(1); seed <= uint64(budget); seed++ {
 				if failure := randomSchedule(seed, []rules.Rule{rule}); failure != "" {

@@ -309,6 +309,10 @@ func (s *Server) tick() {
 	}
 	s.frontend.SetControllerHint(s.controllerHint())
 	s.frontend.Tick()
+	if node := s.lifecycle.Node(); node != nil {
+		// The log cleaner's pass, if one is due, on the wall clock.
+		node.CleanLogs(time.Now().UnixMilli())
+	}
 }
 
 // controllerHint is the active controller as this node's own controller

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 
@@ -77,7 +78,9 @@ type checker struct {
 	// producer that got each: two producers sharing one would have their
 	// batches taken for each other's retries.
 	producerIDs map[int64]int
-	violation   *Violation
+	// compaction holds what is known of compacted partitions.
+	compaction compactionChecker
+	violation  *Violation
 }
 
 type clientPartition struct {
@@ -161,6 +164,11 @@ func (c *checker) observeAck(tp metadata.TopicPartition, base record.Offset, bat
 	header.BaseOffset = base
 	c.acked[tp] = append(c.acked[tp], identify(header))
 	c.lastAck[tp] = c.w.now
+	if c.compacted(tp) {
+		stamped := bytes.Clone(batch)
+		record.SetBaseOffset(stamped, base)
+		c.learn(tp, stamped)
+	}
 }
 
 // observeProducerID checks that no producer id is ever handed out twice.
@@ -199,6 +207,10 @@ func (c *checker) observeRead(tp metadata.TopicPartition, batches []byte, highWa
 	}
 	if err := it.Err(); err != nil {
 		c.fail(InvariantReadTakenBack, "%s: a consumer got damaged batches: %v", tp, err)
+		return next
+	}
+	if c.compacted(tp) {
+		c.learn(tp, batches)
 	}
 	return next
 }
@@ -256,6 +268,10 @@ type liveLog struct {
 	batches       map[record.Offset]batchID
 	offsets       []record.Offset
 	leader        bool
+	// start is the log start offset; data the whole log's batches, and
+	// committed those below the high watermark (for compacted partitions).
+	start           record.Offset
+	data, committed []byte
 }
 
 // checkLogs checks invariants 1, 3 and 5 against the logs of the running
@@ -268,8 +284,14 @@ func (c *checker) checkLogs(final bool) {
 			continue
 		}
 		logs := c.liveLogs(state)
-		c.checkAgreement(state.TopicPartition, logs)
 		c.checkNoDuplicates(state.TopicPartition, logs)
+		if c.compacted(state.TopicPartition) {
+			// The cleaner rewrites batches, each replica on its own:
+			// records, not batches, must stay (compaction.go).
+			c.checkCompacted(state.TopicPartition, logs, final)
+			continue
+		}
+		c.checkAgreement(state.TopicPartition, logs)
 		for _, log := range logs {
 			if !log.leader && !final {
 				continue
@@ -336,11 +358,15 @@ func (c *checker) liveLogs(state metadata.PartitionState) []liveLog {
 		if err != nil {
 			panic(err)
 		}
+		live.start, live.data = log.LogStartOffset(), data
 		it := record.NewIterator(data, record.Limits{MaxBatchBytes: 1 << 30})
 		for it.Next() {
 			header := it.Header()
 			live.batches[header.BaseOffset] = identify(header)
 			live.offsets = append(live.offsets, header.BaseOffset)
+			if header.NextOffset() <= live.highWatermark {
+				live.committed = data[:it.Position()+header.Size()]
+			}
 		}
 		logs = append(logs, live)
 	}

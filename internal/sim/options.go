@@ -88,6 +88,8 @@ type shape struct {
 	// syncRate is the chance per tick that a broker's slow disk completes
 	// the syncs asked of it; 1 is a fast disk.
 	syncRate float64
+	// compaction says whether the workload topic is compacted (compaction.go).
+	compaction compactionShape
 }
 
 func drawShape(random *rand.Rand) shape {
@@ -166,8 +168,12 @@ func (s shape) String() string {
 	if s.combined {
 		placement = "combined"
 	}
-	return fmt.Sprintf("%d brokers, %d %s controllers, %d partitions, rf %d, min.insync %d, flush=%s, %d producers, %d consumers",
-		s.brokers, s.controllers, placement, s.partitions, s.replicationFactor, s.minInsyncReplicas, flush, s.producers, s.consumers)
+	compacted := ""
+	if s.compaction.on {
+		compacted = fmt.Sprintf(", compacted (%d keys, %d-byte segments)", s.compaction.keys, s.compaction.segmentBytes)
+	}
+	return fmt.Sprintf("%d brokers, %d %s controllers, %d partitions, rf %d, min.insync %d, flush=%s, %d producers, %d consumers%s",
+		s.brokers, s.controllers, placement, s.partitions, s.replicationFactor, s.minInsyncReplicas, flush, s.producers, s.consumers, compacted)
 }
 
 // Timing, in ticks (a tick is a virtual 10 ms).

@@ -52,6 +52,8 @@ type pendingProduce struct {
 	sentAt      int64
 	retryAt     int64
 	attempts    int
+	// answeredBy is the broker whose answer is being handled.
+	answeredBy metadata.BrokerID
 }
 
 // Client timing, in ticks.
@@ -159,6 +161,9 @@ func (load *workload) produce(p *producer, tp metadata.TopicPartition) {
 		load.nextValue++
 		records[i] = record.Record{Value: []byte(fmt.Sprintf("v%d", load.nextValue))}
 	}
+	if w.shape.compaction.on {
+		records = load.compactedRecords(count)
+	}
 	options := record.BuildOptions{Records: records, LeaderEpoch: record.NoLeaderEpoch, BaseTimestampMs: w.now * 10}
 	if p.idempotent {
 		options.Producer = &record.ProducerState{ProducerID: p.producerID, ProducerEpoch: p.producerEpoch, BaseSequence: p.sequences[tp]}
@@ -196,6 +201,7 @@ func (load *workload) sendProduce(p *producer, pending *pendingProduce) {
 			return
 		}
 		code, base := produceResult(response.(*kmsg.ProduceResponse))
+		pending.answeredBy = state.Leader
 		load.produceAnswered(p, pending, code, base)
 	})
 	if !sent {
@@ -268,6 +274,7 @@ func (load *workload) produceAnswered(p *producer, pending *pendingProduce, code
 		}
 		if pending.acks == replica.AcksAll {
 			load.w.checker.observeAck(pending.partition, base, pending.batch)
+			load.w.checker.learnAckedEpoch(pending.partition, base, pending.batch, pending.answeredBy)
 		}
 	case p.retry && retriable(code):
 		if pending.retryAt == 0 {

@@ -14,18 +14,20 @@ import (
 
 // Stats counts what a run did.
 type Stats struct {
-	Ticks        int64
-	produces     int
-	acked        int
-	consumes     int
-	crashes      int
-	powerLosses  int
-	pauses       int
-	partitions   int
-	preferred    int
-	shutdowns    int
-	truncations  int
-	messagesLost int
+	Ticks       int64
+	produces    int
+	acked       int
+	consumes    int
+	crashes     int
+	powerLosses int
+	pauses      int
+	partitions  int
+	preferred   int
+	shutdowns   int
+	truncations int
+	// cleanerPasses counts the log cleaner's passes on compacted topics.
+	cleanerPasses int
+	messagesLost  int
 	// connectionResets are Kafka connections reset by a lost packet.
 	connectionResets int
 	// blackholes are machines whose packets were all dropped for a while.
@@ -124,7 +126,11 @@ func newWorld(options Options) *world {
 		options.TraceLines = 80
 	}
 	random := rand.New(rand.NewPCG(options.Seed, 0x74696465_73696d))
-	return newWorldOfShape(options, random, drawShape(random).without(options.Without))
+	shape := drawShape(random)
+	// Compaction is drawn from a stream of its own, so that a seed whose
+	// topic is not compacted runs as it did before compaction existed.
+	shape.drawCompaction(rand.New(rand.NewPCG(options.Seed, compactionStream)))
+	return newWorldOfShape(options, random, shape.without(options.Without))
 }
 
 // newWorldOfShape builds a world of a given shape: one drawn from the seed,

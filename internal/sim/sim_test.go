@@ -70,7 +70,7 @@ func requireViolation(t *testing.T, w *world, invariant string) {
 // Each invariant's check is shown catching a violation made by hand: a
 // checker that cannot fail proves nothing.
 func TestCheckerCatchesAckedWriteLost(t *testing.T) {
-	w := runUntil(t, 7, func(w *world) bool {
+	w := runUntil(t, seedCompacted(false), func(w *world) bool {
 		return w.stats.acked > 3 && w.checker.violation == nil && len(w.checker.acked) > 0
 	})
 	for tp := range w.checker.acked {
@@ -83,6 +83,34 @@ func TestCheckerCatchesAckedWriteLost(t *testing.T) {
 	}
 	w.checker.checkLogs(false)
 	requireViolation(t, w, InvariantAckedWriteLost)
+}
+
+// TestCheckerCatchesCompactionLostValue: on a compacted topic the same
+// loss is caught record by record (compaction.go).
+func TestCheckerCatchesCompactionLostValue(t *testing.T) {
+	w := runUntil(t, seedCompacted(true), func(w *world) bool {
+		return w.stats.acked > 3 && w.checker.violation == nil && len(w.checker.acked) > 0
+	})
+	for tp := range w.checker.acked {
+		state, _ := w.metadataImage().Partition(tp)
+		if _, log, ok := w.broker(state.Leader).node.Replica(tp); ok {
+			if _, err := log.TruncateTo(0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w.checker.checkLogs(false)
+	requireViolation(t, w, InvariantCompactionLostValue)
+}
+
+// seedCompacted returns the first seed from 7 whose workload topic is
+// compacted, or is not.
+func seedCompacted(compacted bool) uint64 {
+	seed := uint64(7)
+	for newWorld(Options{Seed: seed}).shape.compaction.on != compacted {
+		seed++
+	}
+	return seed
 }
 
 func TestCheckerCatchesHighWatermarkGoingBack(t *testing.T) {

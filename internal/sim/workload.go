@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -21,6 +22,9 @@ type workload struct {
 	producers []*producer
 	consumers []*consumer
 	nextValue uint64
+	// keys draws a compacted topic's keys, from a stream of its own so
+	// that compaction leaves the seed's schedule as it was.
+	keys *rand.Rand
 }
 
 type consumer struct {
@@ -30,7 +34,7 @@ type consumer struct {
 }
 
 func newWorkload(w *world) *workload {
-	load := &workload{w: w}
+	load := &workload{w: w, keys: rand.New(rand.NewPCG(w.options.Seed, compactionStream+1))}
 	for i := 0; i < w.shape.producers; i++ {
 		load.producers = append(load.producers, newProducer(i, w.shape.idempotentShare > w.random.Float64()))
 	}

@@ -195,10 +195,11 @@ func (w *world) frontendConfig(id metadata.BrokerID) frontend.Config {
 func (w *world) newNode(b *brokerProcess, epoch metadata.BrokerEpoch) *broker.Node {
 	b.node = broker.New(broker.Config{
 		ID: b.id, FS: b.disk, Dir: "data", FlushAlways: w.shape.flushAlways,
-		SegmentBytes: 64 << 10, MaxBatchBytes: w.shape.maxBatchBytes,
+		SegmentBytes: w.segmentBytes(), MaxBatchBytes: w.shape.maxBatchBytes,
 		ReplicaLagTicks: replicaLagTicks, FetchRetryTicks: fetchRetryTicks, ProposalRetryTicks: proposalRetryTicks,
 		FetchTimeoutTicks:  replicaFetchTimeoutTicks,
 		MaxPendingProduces: 1000, Rules: w.rules, ZeroCopyReads: true,
+		CleanerConfigs: w.cleanerConfigs(), CleanerIntervalTicks: w.shape.compaction.intervalTicks,
 	}, epoch)
 	b.node.Observe(w.checker.observe(b))
 	if b.losesAtRegistration {
@@ -242,6 +243,7 @@ func (w *world) stepBroker(b *brokerProcess) {
 	}
 	b.fe.SetControllerHint(w.controllerHint(b))
 	b.fe.Tick()
+	w.clean(b)
 	w.maintainFetchers(b)
 	w.flush(b)
 	if b.shuttingDown && b.lifecycle.ShutDown() {
