@@ -81,7 +81,6 @@ func runCrashHistory(t *testing.T, seed uint64) {
 		SegmentBytes:       int64(2048 + r.random.IntN(3000)),
 		IndexIntervalBytes: int64(64 + r.random.IntN(400)),
 		RetentionBytes:     int64(4000 + r.random.IntN(8000)),
-		Now:                func() time.Time { return r.now },
 	}
 	// flush=always as the broker does it: a sync after every append.
 	r.syncAppends = r.random.IntN(2) == 0
@@ -90,6 +89,7 @@ func runCrashHistory(t *testing.T, seed uint64) {
 	steps := 40 + r.random.IntN(120)
 	for step := 0; step < steps; step++ {
 		r.now = r.now.Add(time.Duration(r.random.IntN(800)) * time.Millisecond)
+		r.log.SetClock(r.now.UnixMilli())
 		r.step()
 		r.checkContents("after step")
 	}
@@ -105,6 +105,7 @@ func (r *crashRun) reopen(fs *disk.MemFS) {
 	if err != nil {
 		r.fatalf("open: %v", err)
 	}
+	l.SetClock(r.now.UnixMilli())
 	r.log = l
 }
 
@@ -135,7 +136,7 @@ func (r *crashRun) step() {
 		r.must(l.Checkpoint(), "checkpoint")
 		r.note("checkpoint")
 	case choice < 81:
-		deleted, err := l.EnforceRetention()
+		deleted, err := l.EnforceRetention(r.now.UnixMilli())
 		r.must(err, "retention")
 		r.note("retention deleted %d", deleted)
 	case choice < 83:

@@ -54,6 +54,8 @@ type Log struct {
 	// it at or below the log end offset.
 	highWatermark record.Offset
 	recovery      RecoveryReport
+	// clockMs is the time its owner last gave the log (SetClock), or -1.
+	clockMs int64
 }
 
 // AppendResult says where an append landed: offsets [BaseOffset, NextOffset).
