@@ -50,6 +50,18 @@ type Config struct {
 	// SegmentBytes and MaxBatchBytes size the partition logs.
 	SegmentBytes  int64
 	MaxBatchBytes int
+	// RetentionMs, RetentionBytes and SegmentMs are the broker's defaults
+	// for every topic's retention.ms, retention.bytes and segment.ms
+	// (LogConfig); zero means Kafka's default (7 days, no limit, 7 days),
+	// a negative retention no limit.
+	RetentionMs    int64
+	RetentionBytes int64
+	SegmentMs      int64
+	// RetentionCheckIntervalMs is log.retention.check.interval.ms (zero:
+	// five minutes), RetentionPartitionsPerTick the most partitions one
+	// Tick checks (zero: DefaultRetentionPartitionsPerTick).
+	RetentionCheckIntervalMs   int64
+	RetentionPartitionsPerTick int
 	// MaxDecompressedBatchBytes bounds what a produced compressed batch may
 	// inflate to while its leader checks it; see
 	// replica.Config.MaxDecompressedBatchBytes. Zero means
@@ -99,6 +111,9 @@ type Node struct {
 	// now counts Ticks, for retrying requests to the controller.
 	now         int64
 	producerIDs producerIDs
+	// clockMs is the time the runtime last gave (SetClock), -1 before.
+	clockMs   int64
+	retention retentionSchedule
 }
 
 type producerKey struct {
@@ -120,6 +135,7 @@ func New(config Config, epoch metadata.BrokerEpoch) *Node {
 		producers:   map[producerKey]pendingProducer{},
 		unsynced:    map[metadata.TopicPartition]bool{},
 		producerIDs: producerIDs{requestedTick: -1},
+		clockMs:     -1,
 	}
 }
 
@@ -309,14 +325,18 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	if !ok {
 		return nil, fmt.Errorf("broker %d: partition %s of an unknown topic", n.config.ID, tp)
 	}
+	logConfig := n.logConfig(tp.Topic)
 	log, err := commitlog.Open(commitlog.Config{
 		FS: n.config.FS, Dir: path.Join(n.config.Dir, tp.String()),
-		SegmentBytes: n.config.SegmentBytes, MaxBatchBytes: n.config.MaxBatchBytes,
+		SegmentBytes: logConfig.SegmentBytes, SegmentAge: logConfig.segmentAge(), MaxBatchBytes: n.config.MaxBatchBytes,
 		RetentionBytes: -1,
 	})
 	if err != nil {
 		n.failed[tp] = fmt.Errorf("broker %d: open %s: %w", n.config.ID, tp, err)
 		return nil, nil
+	}
+	if n.clockMs >= 0 {
+		log.SetClock(n.clockMs)
 	}
 	producerBatches, err := log.ReadHeaders(producer.IsIdempotent)
 	if err != nil {
@@ -356,7 +376,8 @@ func (n *Node) dropTopic(topic string) {
 	}
 }
 
-// Tick advances every replica's clock by one tick.
+// Tick advances every replica's clock by one tick, and runs retention on
+// a bounded number of partitions when it is due (retention.go).
 func (n *Node) Tick() {
 	n.now++
 	for _, tp := range n.Partitions() {
@@ -364,6 +385,7 @@ func (n *Node) Tick() {
 		p.replica.Tick()
 		n.process(tp, p)
 	}
+	n.maybeEnforceRetention()
 }
 
 // HandleClient routes a client request to its partition's replica.
@@ -396,6 +418,8 @@ func (n *Node) HandleClient(request ClientRequest) {
 		p.replica.HandleListOffsets(*request.ListOffsets)
 	case request.OffsetsForLeaderEpoch != nil:
 		p.replica.HandleOffsetsForLeaderEpoch(*request.OffsetsForLeaderEpoch)
+	case request.DeleteRecords != nil:
+		p.replica.HandleDeleteRecords(*request.DeleteRecords)
 	}
 	n.processFor(request.Partition, p, destination{client: request.Client, isClient: true})
 }

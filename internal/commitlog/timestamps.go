@@ -6,11 +6,12 @@ import (
 	"github.com/tidelog/tide/internal/record"
 )
 
-// TimestampOffset is a record found by its timestamp: its offset and
-// timestamp, as ListOffsets answers them.
+// TimestampOffset is a record found by its timestamp: its offset,
+// timestamp and the leader epoch of its batch, as ListOffsets answers them.
 type TimestampOffset struct {
 	Offset      record.Offset
 	TimestampMs int64
+	LeaderEpoch record.LeaderEpoch
 }
 
 // OffsetForTimestamp finds the first record at or above the log start
@@ -89,7 +90,7 @@ func (l *Log) searchSegmentLocked(s *segment, from record.Offset, timestampMs in
 				return TimestampOffset{}, false, fmt.Errorf("search batch %d by timestamp: %w", header.BaseOffset, err)
 			}
 			if found {
-				return TimestampOffset{Offset: offset, TimestampMs: recordTimestampMs}, true, nil
+				return TimestampOffset{Offset: offset, TimestampMs: recordTimestampMs, LeaderEpoch: header.PartitionLeaderEpoch}, true, nil
 			}
 		}
 		position += batchSize(header)

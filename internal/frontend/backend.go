@@ -176,6 +176,19 @@ func (b *backend) ListOffsets(partition metadata.TopicPartition, request replica
 	})
 }
 
+// DeleteRecords asks the partition's replica, as leader, to move its log
+// start offset.
+func (b *backend) DeleteRecords(partition metadata.TopicPartition, request replica.DeleteRecordsRequest, done func(replica.DeleteRecordsAnswer)) {
+	id := request.ID
+	b.issue(broker.ClientRequest{Partition: partition, DeleteRecords: &request}, 0, func(answer broker.ClientAnswer) {
+		if answer.DeleteRecords == nil {
+			done(replica.DeleteRecordsAnswer{ID: id, ErrorCode: answer.ErrorCode, LowWatermark: -1})
+			return
+		}
+		done(*answer.DeleteRecords)
+	})
+}
+
 // OffsetsForLeaderEpoch asks the partition's replica where an epoch ended.
 func (b *backend) OffsetsForLeaderEpoch(partition metadata.TopicPartition, request replica.OffsetsForLeaderEpochRequest,
 	done func(replica.OffsetsForLeaderEpochAnswer)) {

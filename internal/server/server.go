@@ -307,6 +307,7 @@ func (s *Server) tick() {
 		s.quorum.Tick()
 	}
 	s.frontend.SetControllerHint(s.controllerHint())
+	s.frontend.SetClock(time.Now().UnixMilli())
 	s.frontend.Tick()
 }
 

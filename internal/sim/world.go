@@ -236,6 +236,7 @@ func (w *world) stepBroker(b *brokerProcess) {
 		b.node.SyncDirty()
 	}
 	b.fe.SetControllerHint(w.controllerHint(b))
+	b.fe.SetClock(w.now * 10) // a tick is a virtual 10 ms, as producers' timestamps count them
 	b.fe.Tick()
 	w.maintainFetchers(b)
 	w.flush(b)
