@@ -20,7 +20,9 @@ const adminRate = 0.01
 
 // adminStep maybe sends one admin request to a random broker: Metadata,
 // DescribeConfigs of a broker or a topic, DescribeCluster, or a scratch
-// topic's CreateTopics or DeleteTopics. Answers are read (they must
+// topic's CreateTopics, DeleteRecords or DeleteTopics (DeleteRecords only
+// on scratch topics: the checker holds every acknowledged record of the
+// workload topic to stay readable). Answers are read (they must
 // decode) and otherwise dropped: they decide nothing the checker follows.
 // Each scratch topic has a new name, since a deleted topic's partition
 // directories stay behind (topic ids are not yet kept).
@@ -30,7 +32,7 @@ func (w *world) adminStep() {
 	}
 	to := metadata.BrokerID(1 + w.random.IntN(len(w.brokers)))
 	var request kmsg.Request
-	switch w.random.IntN(5) {
+	switch w.random.IntN(6) {
 	case 0:
 		metadataRequest := kmsg.NewPtrMetadataRequest()
 		metadataRequest.Version = int16(w.random.IntN(13))
@@ -62,6 +64,11 @@ func (w *world) adminStep() {
 		topic.Topic, topic.NumPartitions, topic.ReplicationFactor = fmt.Sprintf("scratch-%d", w.admin.scratch), 1, int16(min(2, len(w.brokers)))
 		create.Topics = append(create.Topics, topic)
 		request = create
+	case 4:
+		if w.admin.scratch == 0 {
+			return
+		}
+		request = deleteRecordsRequest(fmt.Sprintf("scratch-%d", w.admin.scratch), int16(w.random.IntN(3)))
 	default:
 		if w.admin.scratch == 0 {
 			return
@@ -83,3 +90,18 @@ func (w *world) adminStep() {
 // APIRequests counts, by API key, the Kafka requests brokers' front ends
 // took in a run: what the simulator exercised of the protocol.
 func (s Stats) APIRequests() map[int16]int { return s.apiRequests }
+
+// deleteRecordsRequest asks to delete a scratch topic's records up to its
+// high watermark (offset -1): nothing is produced there, so it moves
+// nothing, but the request runs the whole path to the leader's replica.
+func deleteRecordsRequest(topic string, version int16) kmsg.Request {
+	request := kmsg.NewPtrDeleteRecordsRequest()
+	request.Version, request.TimeoutMillis = version, 5_000
+	requestTopic := kmsg.NewDeleteRecordsRequestTopic()
+	requestTopic.Topic = topic
+	partition := kmsg.NewDeleteRecordsRequestTopicPartition()
+	partition.Partition, partition.Offset = 0, -1
+	requestTopic.Partitions = append(requestTopic.Partitions, partition)
+	request.Topics = append(request.Topics, requestTopic)
+	return request
+}

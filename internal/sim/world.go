@@ -185,12 +185,22 @@ func (w *world) frontendConfig(id metadata.BrokerID) frontend.Config {
 			MaxResponseBytes: 21 << 20}}
 }
 
+// segmentBytes is the brokers' segment.bytes: small, so that segments
+// roll and retention has whole segments to delete.
+func (w *world) segmentBytes() int64 {
+	if w.shape.segmentBytes > 0 {
+		return w.shape.segmentBytes
+	}
+	return 64 << 10
+}
+
 // newNode creates the node once the controller gave the incarnation an
 // epoch.
 func (w *world) newNode(b *brokerProcess, epoch metadata.BrokerEpoch) *broker.Node {
 	b.node = broker.New(broker.Config{
 		ID: b.id, FS: b.disk, Dir: "data", FlushAlways: w.shape.flushAlways,
-		SegmentBytes: 64 << 10, MaxBatchBytes: w.shape.maxBatchBytes,
+		SegmentBytes: w.segmentBytes(), MaxBatchBytes: w.shape.maxBatchBytes,
+		RetentionMs: w.shape.retentionMs, RetentionCheckIntervalMs: w.shape.retentionCheckIntervalMs,
 		ReplicaLagTicks: replicaLagTicks, FetchRetryTicks: fetchRetryTicks, ProposalRetryTicks: proposalRetryTicks,
 		FetchTimeoutTicks:  replicaFetchTimeoutTicks,
 		MaxPendingProduces: 1000, Rules: w.rules, ZeroCopyReads: true,
