@@ -61,7 +61,8 @@ func (n *Node) logConfig(topic string) LogConfig {
 // LogManager checks every log each log.retention.check.interval.ms; the
 // node does the same on its Ticks, a bounded number of partitions a Tick.
 type retentionSchedule struct {
-	// lastPassMs is when the last pass began (by the runtime's clock).
+	// lastPassMs is when the last pass began (by the runtime's clock), or
+	// when the node first had a clock; started says it has been set.
 	lastPassMs int64
 	started    bool
 	// pending are the partitions of the current pass not yet checked.
@@ -94,8 +95,14 @@ func (n *Node) maybeEnforceRetention() {
 	if interval <= 0 {
 		interval = DefaultRetentionCheckIntervalMs
 	}
-	if len(n.retention.pending) == 0 && (!n.retention.started || n.clockMs-n.retention.lastPassMs >= interval) {
+	if !n.retention.started {
+		// The first pass comes one interval after the node has a clock,
+		// as Kafka's comes after log.initial.task.delay.ms: a restarted
+		// broker first catches up with its leaders.
 		n.retention.started, n.retention.lastPassMs = true, n.clockMs
+	}
+	if len(n.retention.pending) == 0 && n.clockMs-n.retention.lastPassMs >= interval {
+		n.retention.lastPassMs = n.clockMs
 		n.retention.pending = n.Partitions()
 	}
 	budget := n.config.RetentionPartitionsPerTick

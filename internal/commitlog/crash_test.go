@@ -275,6 +275,40 @@ func (r *crashRun) checkContents(when string) {
 		r.fatalf("%s: log content differs from the model (%d vs %d bytes)\nlog:\n%s\nmodel:\n%s", when, len(data), len(expected), describeBatches(data), describeBatches(expected))
 	}
 	r.checkEpochs(when, epochs, start, end)
+	r.checkTimeIndex(when, data, start, end)
+}
+
+// checkTimeIndex checks lookups by timestamp (the time index, loaded or
+// rebuilt by recovery) against a walk of every batch the log holds.
+func (r *crashRun) checkTimeIndex(when string, data []byte, start, end record.Offset) {
+	it := record.NewIterator(data, record.Limits{MaxBatchBytes: 1 << 30})
+	var batches [][]byte
+	lowest, highest := int64(0), int64(0)
+	for it.Next() {
+		batches = append(batches, it.Batch())
+		if len(batches) == 1 {
+			lowest = it.Header().MaxTimestampMs
+		}
+		lowest, highest = min(lowest, it.Header().MaxTimestampMs), max(highest, it.Header().MaxTimestampMs)
+	}
+	for range 4 {
+		target := lowest - 1 + r.random.Int64N(highest-lowest+3)
+		var want record.Offset = -1
+		for _, batch := range batches {
+			if offset, _, ok, _ := record.FirstRecordAtOrAfter(batch, start, target, record.Limits{}); ok {
+				want = offset
+				break
+			}
+		}
+		got, ok, err := r.log.OffsetForTimestamp(target, end)
+		r.must(err, when+": offset for timestamp")
+		if !ok {
+			got.Offset = -1
+		}
+		if got.Offset != want {
+			r.fatalf("%s: offset for timestamp %d is %d, the batches say %d", when, target, got.Offset, want)
+		}
+	}
 }
 
 // checkEpochs checks that the cache agrees with the epochs of the batches:

@@ -40,8 +40,15 @@ func (b *backend) Cluster() wire.Cluster {
 	self := b.config.ID
 	cluster := wire.Cluster{ClusterID: b.config.ClusterID, BrokerID: self, Config: wire.BrokerConfig{
 		DefaultPartitions: b.config.DefaultPartitions, DefaultReplicationFactor: b.config.DefaultReplicationFactor, MinInsyncReplicas: 1,
-		SegmentBytes: b.config.SegmentBytes, RetentionBytes: -1, RetentionMs: -1, MessageMaxBytes: b.config.MaxBatchBytes,
+		SegmentBytes: b.config.SegmentBytes, RetentionBytes: b.config.RetentionBytes, RetentionMs: b.config.RetentionMs,
+		MessageMaxBytes: b.config.MaxBatchBytes,
 	}}
+	if cluster.Config.RetentionMs == 0 {
+		cluster.Config.RetentionMs = broker.DefaultRetentionMs
+	}
+	if cluster.Config.RetentionBytes == 0 {
+		cluster.Config.RetentionBytes = -1
+	}
 	cluster.Brokers = append(cluster.Brokers, endpoint(self, b.config.Advertised))
 	if node := b.node(); node != nil {
 		for _, state := range node.Image().Brokers() {

@@ -30,6 +30,11 @@ type Config struct {
 	DefaultReplicationFactor int
 	SegmentBytes             int64
 	MaxBatchBytes            int64
+	// RetentionMs and RetentionBytes are log.retention.ms and
+	// log.retention.bytes as the node enforces them (broker.Config), for
+	// DescribeConfigs: zero means Kafka's defaults (seven days, no limit).
+	RetentionMs    int64
+	RetentionBytes int64
 	// Wire configures the Kafka protocol handler; Random is the source of
 	// its response markers (wire.Config.Random).
 	Wire wire.Config
