@@ -57,6 +57,9 @@ type Config struct {
 	RetentionMs    int64
 	RetentionBytes int64
 	SegmentMs      int64
+	// LogAppendTime is log.message.timestamp.type=LogAppendTime for every
+	// topic (LogConfig); false is CreateTime, Kafka's default.
+	LogAppendTime bool
 	// RetentionCheckIntervalMs is log.retention.check.interval.ms (zero:
 	// five minutes), RetentionPartitionsPerTick the most partitions one
 	// Tick checks (zero: DefaultRetentionPartitionsPerTick).
@@ -350,7 +353,7 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 		FetchTimeoutTicks:  n.config.FetchTimeoutTicks,
 		ProposalRetryTicks: n.config.ProposalRetryTicks, FlushAlways: n.config.FlushAlways,
 		MaxBatchBytes: n.config.MaxBatchBytes, MaxDecompressedBatchBytes: n.config.MaxDecompressedBatchBytes,
-		MaxPendingProduces: n.config.MaxPendingProduces, Rules: n.config.Rules,
+		MaxPendingProduces: n.config.MaxPendingProduces, Rules: n.config.Rules, LogAppendTime: logConfig.LogAppendTime,
 	}, replica.LogState{
 		LogStartOffset: log.LogStartOffset(), LogEndOffset: log.LogEndOffset(),
 		DurableEndOffset: log.DurableEndOffset(), HighWatermark: log.HighWatermark(), Epochs: log.Epochs(),
@@ -405,7 +408,7 @@ func (n *Node) HandleClient(request ClientRequest) {
 		produce := *request.Produce
 		key := producerKey{request.Partition, n.nextRequestID}
 		n.producers[key] = pendingProducer{client: request.Client, id: produce.ID}
-		produce.ID = n.nextRequestID
+		produce.ID, produce.AppendTimeMs = n.nextRequestID, n.clockMs
 		p.replica.HandleProduce(produce)
 		if produce.Acks == replica.AcksNone {
 			// An acks=0 produce is answered at once or never (a success

@@ -25,13 +25,16 @@ const (
 )
 
 // LogConfig is what one topic's partition logs are kept by: Kafka's
-// retention.ms, retention.bytes, segment.ms and segment.bytes. A negative
-// retention means no limit of that kind.
+// retention.ms, retention.bytes, segment.ms, segment.bytes and
+// message.timestamp.type (LogAppendTime true, CreateTime false). A
+// negative retention means no limit of that kind. Segment and timestamp
+// settings take effect when a partition's log is opened.
 type LogConfig struct {
 	RetentionMs    int64
 	RetentionBytes int64
 	SegmentMs      int64
 	SegmentBytes   int64
+	LogAppendTime  bool
 }
 
 func (c LogConfig) segmentAge() time.Duration { return time.Duration(c.SegmentMs) * time.Millisecond }
@@ -43,7 +46,7 @@ func (n *Node) logConfig(topic string) LogConfig {
 	_ = topic
 	config := LogConfig{
 		RetentionMs: n.config.RetentionMs, RetentionBytes: n.config.RetentionBytes,
-		SegmentMs: n.config.SegmentMs, SegmentBytes: n.config.SegmentBytes,
+		SegmentMs: n.config.SegmentMs, SegmentBytes: n.config.SegmentBytes, LogAppendTime: n.config.LogAppendTime,
 	}
 	if config.RetentionMs == 0 {
 		config.RetentionMs = DefaultRetentionMs

@@ -1,6 +1,10 @@
 package record
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+)
 
 // FirstRecordAtOrAfter finds, in one batch that has passed Validate, the
 // first record at or above offset fromOffset whose timestamp is at or
@@ -53,4 +57,22 @@ func FirstRecordAtOrAfter(batch []byte, fromOffset Offset, timestampMs int64, li
 		walk.position = bodyEnd
 	}
 	return 0, 0, false, nil
+}
+
+// SetLogAppendTime turns a validated batch into a LogAppendTime batch with
+// the broker's time, in place: the timestamp-type attribute bit set and
+// maxTimestamp set to timestampMs, then the CRC recomputed, since both
+// fields lie inside the CRC-covered region. The records are untouched;
+// readers take every record's timestamp from maxTimestamp (Kafka's
+// LogValidator, message.timestamp.type=LogAppendTime).
+func SetLogAppendTime(b []byte, timestampMs int64) {
+	assertBatchHeader(b)
+	header := decodeHeader(b)
+	if len(b) < header.Size() {
+		panic(fmt.Sprintf("record: a batch of %d bytes in a buffer of %d", header.Size(), len(b)))
+	}
+	batch := b[:header.Size()]
+	binary.BigEndian.PutUint16(batch[AttributesPosition:], uint16(header.Attributes|attributeLogAppendTime))
+	binary.BigEndian.PutUint64(batch[MaxTimestampPosition:], uint64(timestampMs))
+	binary.BigEndian.PutUint32(batch[CRCPosition:], crc32.Checksum(batch[AttributesPosition:], castagnoli))
 }

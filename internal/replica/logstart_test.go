@@ -86,3 +86,42 @@ func TestFollowerFollowsTheLeadersLogStart(t *testing.T) {
 		t.Fatalf("the high watermark must come with the log start: %s", ready)
 	}
 }
+
+// On a LogAppendTime topic the leader stamps each batch with the
+// produce's append time (attribute bit, max timestamp, CRC recomputed;
+// records untouched) and answers that time; on a CreateTime topic the
+// producer's timestamps stay and the answer carries none.
+func TestLogAppendTimeStamping(t *testing.T) {
+	for _, logAppendTime := range []bool{false, true} {
+		config := testConfig(false, nil)
+		config.LogAppendTime = logAppendTime
+		r := leaderReplica(t, config, 0, 1)
+		batch := record.Build(record.BuildOptions{BaseTimestampMs: 1000, Records: []record.Record{{Value: []byte("v")}}, LeaderEpoch: record.NoLeaderEpoch})
+		r.HandleProduce(ProduceRequest{ID: 1, Batches: batch, Acks: AcksLeader, AppendTimeMs: 5000})
+		ready := r.Ready()
+		var appended []byte
+		for _, op := range ready.Log {
+			if op.Kind == Append {
+				appended = op.Batches
+			}
+		}
+		header, err := record.Validate(appended, record.Limits{MaxBatchBytes: 1 << 20})
+		if err != nil {
+			t.Fatalf("LogAppendTime=%v: appended batch: %v", logAppendTime, err)
+		}
+		answers := produceAnswers(ready)
+		if len(answers) != 1 || answers[0].ErrorCode != 0 {
+			t.Fatalf("LogAppendTime=%v: answers %+v", logAppendTime, answers)
+		}
+		wantTimestamp := int64(1000)
+		if logAppendTime {
+			wantTimestamp = 5000
+		}
+		if header.IsLogAppendTime() != logAppendTime || header.MaxTimestampMs != wantTimestamp || header.BaseTimestampMs != 1000 {
+			t.Errorf("LogAppendTime=%v: header %+v", logAppendTime, header)
+		}
+		if answers[0].LogAppendTime != logAppendTime || logAppendTime && answers[0].LogAppendTimeMs != 5000 {
+			t.Errorf("LogAppendTime=%v: answer %+v", logAppendTime, answers[0])
+		}
+	}
+}

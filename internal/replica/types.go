@@ -56,6 +56,10 @@ type ProduceRequest struct {
 	Acks int16
 	// TimeoutTicks bounds how long an AcksAll request waits for the ISR.
 	TimeoutTicks int64
+	// AppendTimeMs is the broker's time when it took the request, in
+	// milliseconds since the Unix epoch: what a LogAppendTime topic stamps
+	// its batches with (Config.LogAppendTime). The replica reads no clock.
+	AppendTimeMs int64
 }
 
 // ProduceAnswer answers a ProduceRequest.
@@ -64,6 +68,10 @@ type ProduceAnswer struct {
 	ErrorCode      int16
 	BaseOffset     record.Offset
 	LogStartOffset record.Offset
+	// LogAppendTime says the batches were stamped with LogAppendTimeMs
+	// (a LogAppendTime topic); Produce answers it, -1 otherwise.
+	LogAppendTime   bool
+	LogAppendTimeMs int64
 	// ErrorMessage and RecordErrors say which records made the batch fail,
 	// for Produce v8+ (KIP-467). As in Kafka they are set only when
 	// particular records are at fault (a malformed record, a missing one,

@@ -119,6 +119,9 @@ type Config struct {
 	// SegmentBytes is log.segment.bytes (zero: 64 MiB); at least
 	// message.max.bytes, 1 MiB, since a segment holds any batch.
 	SegmentBytes int64
+	// LogAppendTime is log.message.timestamp.type=LogAppendTime for every
+	// topic; false is CreateTime.
+	LogAppendTime bool
 	// KafkaMaxRequestBytes (socket.request.max.bytes), KafkaMaxFetchBytes
 	// (fetch.max.bytes), KafkaMaxTopicsPerRequest and
 	// KafkaMaxPartitionsPerRequest are wire's limits (wire.Config).

@@ -96,7 +96,7 @@ func (s *Server) newNode(epoch metadata.BrokerEpoch) *broker.Node {
 		FetchTimeoutTicks:  c.ticks(replicaFetchMaxWait + 2*replicaRequestTimeout),
 		ProposalRetryTicks: c.ticks(5 * time.Second), MaxPendingProduces: 10000,
 		ZeroCopyReads: !c.CopyFetches, MaxDecompressedBatchBytes: c.MaxDecompressedBatchBytes,
-		RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes, SegmentMs: c.SegmentMs,
+		RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes, SegmentMs: c.SegmentMs, LogAppendTime: c.LogAppendTime,
 		RetentionCheckIntervalMs: c.RetentionCheckInterval.Milliseconds(),
 	}, epoch)
 }

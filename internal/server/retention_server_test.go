@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tidelog/tide/internal/record"
 )
 
 // produceAt writes count records of valueBytes each with the timestamps
@@ -205,5 +207,53 @@ func TestRetentionByTimeOnANode(t *testing.T) {
 	end, _ = ends.Lookup("expiring", 0)
 	if err != nil || err2 != nil || start.Offset != 30 || end.Offset != 33 {
 		t.Fatalf("fresh records: log start %d, end %d (%v, %v); want 30 and 33", start.Offset, end.Offset, err, err2)
+	}
+}
+
+// message.timestamp.type=LogAppendTime on a real node: the produce answer
+// carries the broker's append time; a consumer
+// reads the batch as LogAppendTime with that timestamp, whatever the
+// producer set; and ListOffsets by time searches the append times.
+func TestLogAppendTimeOnANode(t *testing.T) {
+	node := startLimitedNode(t, func(c *Config) { c.LogAppendTime = true }, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client, err := kgo.NewClient(kgo.SeedBrokers(node.KafkaAddr()), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+		"appended": {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	createTopic(ctx, t, client, "appended", 1)
+	before := time.Now().Add(-time.Second)
+	// kgo does not read Produce's LogAppendTime, so the produce is sent raw.
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Version, produce.Acks, produce.TimeoutMillis = 9, -1, 5000
+	topic := kmsg.NewProduceRequestTopic()
+	topic.Topic = "appended"
+	partition := kmsg.NewProduceRequestTopicPartition()
+	partition.Records = record.Build(record.BuildOptions{LeaderEpoch: record.NoLeaderEpoch,
+		BaseTimestampMs: time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(), Records: []record.Record{{Value: []byte("v")}}})
+	topic.Partitions = append(topic.Partitions, partition)
+	produce.Topics = append(produce.Topics, topic)
+	response, err := produce.RequestWith(ctx, client)
+	if err != nil || response.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("produce: %+v, %v", response, err)
+	}
+	produced := &kgo.Record{Timestamp: time.UnixMilli(response.Topics[0].Partitions[0].LogAppendTime)}
+	if produced.Timestamp.Before(before) || produced.Timestamp.After(time.Now().Add(time.Second)) {
+		t.Errorf("the produce answer's append time %s, want about now", produced.Timestamp)
+	}
+	fetches := client.PollFetches(ctx)
+	if err := fetches.Err(); err != nil {
+		t.Fatal(err)
+	}
+	records := fetches.Records()
+	if len(records) != 1 || records[0].Attrs.TimestampType() != 1 || !records[0].Timestamp.Equal(produced.Timestamp) {
+		t.Fatalf("consumed %d records (first at %v, type %d), want one LogAppendTime record at %s", len(records), records[0].Timestamp, records[0].Attrs.TimestampType(), produced.Timestamp)
+	}
+	listed, err := kadm.NewClient(client).ListOffsetsAfterMilli(ctx, before.UnixMilli(), "appended")
+	if got, _ := listed.Lookup("appended", 0); err != nil || got.Offset != 0 || got.Timestamp != produced.Timestamp.UnixMilli() {
+		t.Errorf("by append time: %+v, %v", got, err)
 	}
 }

@@ -82,3 +82,37 @@ func TestRetentionByTimeOnVirtualTime(t *testing.T) {
 	}
 	t.Log(fmt.Sprint(leaderLog, " / ", followerLog))
 }
+
+// Retention by size, on both replicas: once a partition's log passes
+// retention.bytes, its oldest whole segments go until it is under it
+// again (but no further), and only committed ones.
+func TestRetentionBySizeOnVirtualTime(t *testing.T) {
+	const retentionBytes = 3000
+	s, err := NewScript(ScriptConfig{Brokers: 2, Seed: 5, RetentionBytes: retentionBytes, SegmentBytes: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.CreateTopic("t", []metadata.BrokerID{1, 2}, 2))
+	for range 60 {
+		must(s.Produce(1, 5, replica.AcksAll))
+		must(s.Tick(5))
+	}
+	must(s.Tick(300)) // three retention checks
+	for _, id := range []metadata.BrokerID{1, 2} {
+		_, log := scriptLog(t, s, id)
+		size := log.SizeBytes()
+		if log.LogStartOffset() == 0 || size < retentionBytes || size > retentionBytes+1024 || log.LogEndOffset() != 300 {
+			t.Errorf("b%d after retention by size: %s, %d bytes; want the log start moved and %d to %d bytes kept",
+				id, log, size, retentionBytes, retentionBytes+1024)
+		}
+	}
+	if v := s.Check(); v != nil {
+		t.Fatalf("checker: %s", v)
+	}
+}

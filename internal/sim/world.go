@@ -200,7 +200,7 @@ func (w *world) newNode(b *brokerProcess, epoch metadata.BrokerEpoch) *broker.No
 	b.node = broker.New(broker.Config{
 		ID: b.id, FS: b.disk, Dir: "data", FlushAlways: w.shape.flushAlways,
 		SegmentBytes: w.segmentBytes(), MaxBatchBytes: w.shape.maxBatchBytes,
-		RetentionMs: w.shape.retentionMs, RetentionCheckIntervalMs: w.shape.retentionCheckIntervalMs,
+		RetentionMs: w.shape.retentionMs, RetentionBytes: w.shape.retentionBytes, RetentionCheckIntervalMs: w.shape.retentionCheckIntervalMs,
 		ReplicaLagTicks: replicaLagTicks, FetchRetryTicks: fetchRetryTicks, ProposalRetryTicks: proposalRetryTicks,
 		FetchTimeoutTicks:  replicaFetchTimeoutTicks,
 		MaxPendingProduces: 1000, Rules: w.rules, ZeroCopyReads: true,
