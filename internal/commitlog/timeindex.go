@@ -102,8 +102,12 @@ func (x *timeIndex) reset() error {
 }
 
 // load reads the index file of a trusted segment (whose next offset is
-// known) and checks it: whole entries, timestamps strictly increasing,
-// offsets not decreasing and inside the segment. A disagreement, or an
+// known and whose offset index is loaded) and checks it: whole entries,
+// timestamps strictly increasing, offsets not decreasing and inside the
+// segment, each naming the last offset of a batch with that max
+// timestamp. (A file cut at an entry boundary, losing the last entries,
+// passes: the segment's largest timestamp would then be too small, as in
+// Kafka, whose check is weaker still.) A disagreement, or an
 // empty index beside a non-empty segment (written before tide kept time
 // indexes, or lost), returns an error wrapping errIndexInconsistent, and
 // the caller rebuilds.
@@ -136,7 +140,26 @@ func (x *timeIndex) load(segment *segment) error {
 		if record.Offset(entry.relativeOffset) >= span {
 			return fmt.Errorf("%w: time index entry %+v past the segment's %d offsets", errIndexInconsistent, entry, span)
 		}
+		if err := checkTimeIndexEntry(segment, entry); err != nil {
+			return err
+		}
 		x.entries = append(x.entries, entry)
+	}
+	return nil
+}
+
+// checkTimeIndexEntry checks that an entry names the last offset of a batch
+// whose max timestamp is the entry's, as every entry written does: damage
+// that keeps the entries in order is caught too. It reads one header, found
+// through the offset index, which the caller loaded first.
+func checkTimeIndexEntry(segment *segment, entry timeIndexEntry) error {
+	offset := segment.baseOffset + record.Offset(entry.relativeOffset)
+	found, ok, err := segment.find(offset)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errIndexInconsistent, err)
+	}
+	if !ok || found.header.LastOffset() != offset || found.header.MaxTimestampMs != entry.timestampMs {
+		return fmt.Errorf("%w: time index entry (%d, %d) names no batch ending there with that timestamp", errIndexInconsistent, entry.timestampMs, offset)
 	}
 	return nil
 }
