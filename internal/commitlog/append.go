@@ -156,7 +156,11 @@ func (l *Log) segmentAgeLocked(active *segment, incomingTimestampMs int64) int64
 func (l *Log) SetClock(nowMs int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	first := l.clockMs < 0
 	l.clockMs = nowMs
+	if !first {
+		return // every segment already has its creation time: cheap per tick
+	}
 	for _, s := range l.segments {
 		if s.createdAtMs < 0 {
 			s.createdAtMs = nowMs

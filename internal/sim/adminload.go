@@ -21,9 +21,10 @@ const adminRate = 0.01
 // adminStep maybe sends one admin request to a random broker: Metadata,
 // DescribeConfigs of a broker or a topic, DescribeCluster, or a scratch
 // topic's CreateTopics, DeleteRecords or DeleteTopics (DeleteRecords only
-// on scratch topics: the checker holds every acknowledged record of the
-// workload topic to stay readable). Answers are read (they must
-// decode) and otherwise dropped: they decide nothing the checker follows.
+// on scratch topics, where nothing is produced: the checker holds every
+// acknowledged record of the workload topic to stay readable). Answers are
+// read (they must decode) and otherwise dropped: they decide nothing the
+// checker follows.
 // Each scratch topic has a new name, since a deleted topic's partition
 // directories stay behind (topic ids are not yet kept).
 func (w *world) adminStep() {
@@ -32,7 +33,7 @@ func (w *world) adminStep() {
 	}
 	to := metadata.BrokerID(1 + w.random.IntN(len(w.brokers)))
 	var request kmsg.Request
-	switch w.random.IntN(6) {
+	switch w.random.IntN(5) {
 	case 0:
 		metadataRequest := kmsg.NewPtrMetadataRequest()
 		metadataRequest.Version = int16(w.random.IntN(13))
@@ -53,9 +54,19 @@ func (w *world) adminStep() {
 		describe.Resources = append(describe.Resources, resource)
 		request = describe
 	case 2:
-		cluster := kmsg.NewPtrDescribeClusterRequest()
-		cluster.Version = int16(w.random.IntN(2))
-		request = cluster
+		// One draw picks DescribeCluster v0-v1 or DeleteRecords v0-v1 of
+		// the newest scratch topic: two requests answered by the broker
+		// alone, one message each way, so that adding DeleteRecords left
+		// every other draw of every seed where it was (the legacy-rule
+		// searches find their seeds where they did).
+		choice := int16(w.random.IntN(4))
+		if choice < 2 {
+			cluster := kmsg.NewPtrDescribeClusterRequest()
+			cluster.Version = choice
+			request = cluster
+			break
+		}
+		request = deleteRecordsRequest(fmt.Sprintf("scratch-%d", w.admin.scratch), choice-2)
 	case 3:
 		w.admin.scratch++
 		create := kmsg.NewPtrCreateTopicsRequest()
@@ -64,11 +75,6 @@ func (w *world) adminStep() {
 		topic.Topic, topic.NumPartitions, topic.ReplicationFactor = fmt.Sprintf("scratch-%d", w.admin.scratch), 1, int16(min(2, len(w.brokers)))
 		create.Topics = append(create.Topics, topic)
 		request = create
-	case 4:
-		if w.admin.scratch == 0 {
-			return
-		}
-		request = deleteRecordsRequest(fmt.Sprintf("scratch-%d", w.admin.scratch), int16(w.random.IntN(3)))
 	default:
 		if w.admin.scratch == 0 {
 			return
@@ -93,7 +99,8 @@ func (s Stats) APIRequests() map[int16]int { return s.apiRequests }
 
 // deleteRecordsRequest asks to delete a scratch topic's records up to its
 // high watermark (offset -1): nothing is produced there, so it moves
-// nothing, but the request runs the whole path to the leader's replica.
+// nothing (and changes no state a later draw could see), but the request
+// runs the whole path to the leader's replica.
 func deleteRecordsRequest(topic string, version int16) kmsg.Request {
 	request := kmsg.NewPtrDeleteRecordsRequest()
 	request.Version, request.TimeoutMillis = version, 5_000
