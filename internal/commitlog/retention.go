@@ -32,9 +32,6 @@ type Retention struct {
 	Bytes int64
 }
 
-// DefaultRetention is Kafka's default: seven days, no size limit.
-var DefaultRetention = Retention{Ms: 7 * 24 * 3600 * 1000, Bytes: -1}
-
 // EnforceRetention deletes the oldest segments that the log's configured
 // retention (Config.RetentionBytes, RetentionAge) no longer wants at nowMs
 // (milliseconds since the Unix epoch, the caller's clock), and returns how
@@ -47,8 +44,8 @@ func (l *Log) EnforceRetention(nowMs int64) (int, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.usableLocked(); err != nil || offset <= l.logStartOffset {
-		return 0, err
+	if err := l.usableLocked(); err != nil || offset <= l.logStartOffset || offset > l.highWatermark {
+		return 0, err // nothing to do, or the high watermark moved back since
 	}
 	deleted := 0
 	for _, s := range l.segments {
