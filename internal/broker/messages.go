@@ -11,7 +11,7 @@ type ClientID uint64
 
 // ClientRequest is one partition's part of a client request, or an
 // InitProducerId, which names no partition. Exactly one of Produce, Fetch,
-// ListOffsets, OffsetsForLeaderEpoch and InitProducerID is set; their IDs
+// ListOffsets, OffsetsForLeaderEpoch, InitProducerID and DeleteRecords is set; their IDs
 // are chosen by the caller and come back in the answer.
 type ClientRequest struct {
 	Client      ClientID
@@ -23,6 +23,8 @@ type ClientRequest struct {
 	// leader change (KIP-320), the same question a follower asks as a peer.
 	OffsetsForLeaderEpoch *replica.OffsetsForLeaderEpochRequest
 	InitProducerID        *InitProducerIDRequest
+	// DeleteRecords moves the leader's log start offset (API 21).
+	DeleteRecords *replica.DeleteRecordsRequest
 }
 
 // ClientAnswer answers a ClientRequest. A fetch answer carries its records.
@@ -42,6 +44,7 @@ type ClientAnswer struct {
 	FetchChunks           []commitlog.Chunk
 	ListOffsets           *replica.ListOffsetsAnswer
 	OffsetsForLeaderEpoch *replica.OffsetsForLeaderEpochAnswer
+	DeleteRecords         *replica.DeleteRecordsAnswer
 	// InitProducerID answers an InitProducerId; Partition is empty.
 	InitProducerID *InitProducerIDAnswer
 }

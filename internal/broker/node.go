@@ -52,6 +52,21 @@ type Config struct {
 	// SegmentBytes and MaxBatchBytes size the partition logs.
 	SegmentBytes  int64
 	MaxBatchBytes int
+	// RetentionMs, RetentionBytes and SegmentMs are the broker's defaults
+	// for every topic's retention.ms, retention.bytes and segment.ms
+	// (LogConfig); zero means Kafka's default (7 days, no limit, 7 days),
+	// a negative retention no limit.
+	RetentionMs    int64
+	RetentionBytes int64
+	SegmentMs      int64
+	// LogAppendTime is log.message.timestamp.type=LogAppendTime for every
+	// topic (LogConfig); false is CreateTime, Kafka's default.
+	LogAppendTime bool
+	// RetentionCheckIntervalMs is log.retention.check.interval.ms (zero:
+	// five minutes), RetentionPartitionsPerTick the most partitions one
+	// Tick checks (zero: DefaultRetentionPartitionsPerTick).
+	RetentionCheckIntervalMs   int64
+	RetentionPartitionsPerTick int
 	// MaxDecompressedBatchBytes bounds what a produced compressed batch may
 	// inflate to while its leader checks it; see
 	// replica.Config.MaxDecompressedBatchBytes. Zero means
@@ -132,6 +147,9 @@ type Node struct {
 	// turn it was.
 	cleanedAtTick int64
 	cleanerTurn   int
+	// clockMs is the time the runtime last gave (SetClock), -1 before.
+	clockMs   int64
+	retention retentionSchedule
 }
 
 type producerKey struct {
@@ -155,6 +173,7 @@ func New(config Config, epoch metadata.BrokerEpoch) *Node {
 		producerIDs:     producerIDs{requestedTick: -1},
 		stale:           map[metadata.TopicPartition]metadata.TopicID{},
 		deletedTopicIDs: map[metadata.TopicID]bool{},
+		clockMs:         -1,
 	}
 }
 
@@ -373,14 +392,18 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	if id, _ := n.image.TopicID(tp.Topic); !n.prepareDirectory(tp, id) {
 		return nil, nil
 	}
+	logConfig := n.logConfig(tp.Topic)
 	log, err := commitlog.Open(commitlog.Config{
 		FS: n.config.FS, Dir: n.partitionDirectory(tp),
-		SegmentBytes: n.config.SegmentBytes, MaxBatchBytes: n.config.MaxBatchBytes,
+		SegmentBytes: logConfig.SegmentBytes, SegmentAge: logConfig.segmentAge(), MaxBatchBytes: n.config.MaxBatchBytes,
 		RetentionBytes: -1,
 	})
 	if err != nil {
 		n.failed[tp] = fmt.Errorf("broker %d: open %s: %w", n.config.ID, tp, err)
 		return nil, nil
+	}
+	if n.clockMs >= 0 {
+		log.SetClock(n.clockMs)
 	}
 	producerBatches, err := log.ReadHeaders(producer.IsIdempotent)
 	if err != nil {
@@ -394,7 +417,7 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 		FetchTimeoutTicks:  n.config.FetchTimeoutTicks,
 		ProposalRetryTicks: n.config.ProposalRetryTicks, FlushAlways: n.config.FlushAlways,
 		MaxBatchBytes: n.config.MaxBatchBytes, MaxDecompressedBatchBytes: n.config.MaxDecompressedBatchBytes,
-		MaxPendingProduces: n.config.MaxPendingProduces, Rules: n.config.Rules,
+		MaxPendingProduces: n.config.MaxPendingProduces, Rules: n.config.Rules, LogAppendTime: logConfig.LogAppendTime,
 	}, replica.LogState{
 		LogStartOffset: log.LogStartOffset(), LogEndOffset: log.LogEndOffset(),
 		DurableEndOffset: log.DurableEndOffset(), HighWatermark: log.HighWatermark(), Epochs: log.Epochs(),
@@ -412,7 +435,8 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	return p, nil
 }
 
-// Tick advances every replica's clock by one tick.
+// Tick advances every replica's clock by one tick, and runs retention on
+// a bounded number of partitions when it is due (retention.go).
 func (n *Node) Tick() {
 	n.now++
 	n.removeDeletions()
@@ -421,6 +445,7 @@ func (n *Node) Tick() {
 		p.replica.Tick()
 		n.process(tp, p)
 	}
+	n.maybeEnforceRetention()
 }
 
 // HandleClient routes a client request to its partition's replica.
@@ -440,7 +465,7 @@ func (n *Node) HandleClient(request ClientRequest) {
 		produce := *request.Produce
 		key := producerKey{request.Partition, n.nextRequestID}
 		n.producers[key] = pendingProducer{client: request.Client, id: produce.ID}
-		produce.ID = n.nextRequestID
+		produce.ID, produce.AppendTimeMs = n.nextRequestID, n.clockMs
 		p.replica.HandleProduce(produce)
 		if produce.Acks == replica.AcksNone {
 			// An acks=0 produce is answered at once or never (a success
@@ -453,6 +478,8 @@ func (n *Node) HandleClient(request ClientRequest) {
 		p.replica.HandleListOffsets(*request.ListOffsets)
 	case request.OffsetsForLeaderEpoch != nil:
 		p.replica.HandleOffsetsForLeaderEpoch(*request.OffsetsForLeaderEpoch)
+	case request.DeleteRecords != nil:
+		p.replica.HandleDeleteRecords(*request.DeleteRecords)
 	}
 	n.processFor(request.Partition, p, destination{client: request.Client, isClient: true})
 }

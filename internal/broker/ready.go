@@ -90,6 +90,11 @@ func (n *Node) applyLog(p *partition, ready replica.Ready) error {
 			return fmt.Errorf("high watermark: %w", err)
 		}
 	}
+	if ready.LogStartOffset != nil {
+		if err := p.log.AdvanceLogStartOffset(*ready.LogStartOffset); err != nil {
+			return fmt.Errorf("log start: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -121,6 +126,11 @@ func (n *Node) route(tp metadata.TopicPartition, p *partition, answer replica.An
 			return fmt.Errorf("read for fetch: %w", err)
 		}
 	}
+	if answer.ListOffsets != nil && answer.ListOffsets.Lookup {
+		if err := lookUpTimestamp(p.log, answer.ListOffsets); err != nil {
+			return fmt.Errorf("list offsets by timestamp: %w", err)
+		}
+	}
 	switch {
 	case answer.Produce != nil:
 		key := producerKey{tp, answer.Produce.ID}
@@ -134,11 +144,35 @@ func (n *Node) route(tp metadata.TopicPartition, p *partition, answer replica.An
 		n.outbox.Clients = append(n.outbox.Clients, ClientAnswer{Client: producer.client, Partition: tp, Produce: &produced})
 	case to.isClient:
 		n.outbox.Clients = append(n.outbox.Clients, ClientAnswer{Client: to.client, Partition: tp, Fetch: answer.Fetch, FetchChunks: chunks,
-			ListOffsets: answer.ListOffsets, OffsetsForLeaderEpoch: answer.OffsetsForLeaderEpoch})
+			ListOffsets: answer.ListOffsets, OffsetsForLeaderEpoch: answer.OffsetsForLeaderEpoch, DeleteRecords: answer.DeleteRecords})
 	case to.broker != metadata.NoBroker:
 		n.outbox.Peers = append(n.outbox.Peers, Outbound{To: to.broker, Message: PeerMessage{
 			Partition: tp, FetchResponse: answer.Fetch, OffsetsForLeaderEpochAnswer: answer.OffsetsForLeaderEpoch,
 		}})
+	}
+	return nil
+}
+
+// lookUpTimestamp carries out a ListOffsets lookup the replica handed out:
+// the record with the largest timestamp, or the first at or after the
+// timestamp, below the answer's bound; offset and timestamp -1 when there
+// is none (Kafka's UNKNOWN_OFFSET, which the Java consumer's
+// offsetsForTimes turns into null).
+func lookUpTimestamp(log *commitlog.Log, answer *replica.ListOffsetsAnswer) error {
+	var found commitlog.TimestampOffset
+	var ok bool
+	var err error
+	if answer.LookupTimestamp == replica.MaxTimestamp {
+		found, ok, err = log.MaxTimestampOffset(answer.LookupUpTo)
+	} else {
+		found, ok, err = log.OffsetForTimestamp(answer.LookupTimestamp, answer.LookupUpTo)
+	}
+	if err != nil {
+		return err
+	}
+	answer.Offset, answer.TimestampMs = -1, -1
+	if ok {
+		answer.Offset, answer.TimestampMs, answer.LeaderEpoch = found.Offset, found.TimestampMs, found.LeaderEpoch
 	}
 	return nil
 }

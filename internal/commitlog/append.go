@@ -67,7 +67,7 @@ func (l *Log) appendLocked(batches []byte, headers []record.Header) (AppendResul
 	if err != nil {
 		return AppendResult{}, err
 	}
-	if err := l.maybeRollLocked(int64(len(batches)), end); err != nil {
+	if err := l.maybeRollLocked(int64(len(batches)), end, maxTimestamp(headers)); err != nil {
 		return AppendResult{}, err
 	}
 	for _, header := range headers {
@@ -102,22 +102,70 @@ func appendEnd(headers []record.Header) (record.Offset, error) {
 	return end, nil
 }
 
+// maxTimestamp is the largest max timestamp over batches' headers, or -1.
+func maxTimestamp(headers []record.Header) int64 {
+	largest := int64(-1)
+	for _, header := range headers {
+		largest = max(largest, header.MaxTimestampMs)
+	}
+	return largest
+}
+
 // maybeRollLocked starts a new active segment when appending size bytes
 // ending at nextOffset would overfill the current one, when it is too old,
 // or when the offsets would no longer fit the index's 32-bit relative field
 // (SegmentOffsetSpanMax). An empty active segment starts at the log end
 // offset, where the append starts, so the caller's span check covers it.
-func (l *Log) maybeRollLocked(size int64, nextOffset record.Offset) error {
+func (l *Log) maybeRollLocked(size int64, nextOffset record.Offset, incomingTimestampMs int64) error {
 	active := l.segments[len(l.segments)-1]
 	if active.size == 0 {
 		return nil
 	}
 	full := active.size+size > l.cfg.SegmentBytes
-	old := l.cfg.SegmentAge > 0 && l.cfg.Now().Sub(active.createdAt) >= l.cfg.SegmentAge
+	old := l.cfg.SegmentAge > 0 && l.segmentAgeLocked(active, incomingTimestampMs) >= l.cfg.SegmentAge.Milliseconds()
 	if !full && !old && active.canIndex(nextOffset) {
 		return nil
 	}
 	return l.rollLocked()
+}
+
+// segmentAgeLocked is how old the active segment is for rolling by
+// segment.ms, in milliseconds, as Kafka measures it
+// (LogSegment.timeWaitedForRoll): from its first batch's max timestamp to
+// the incoming batches' when both have one, else by the log's clock since
+// the segment was created, else 0. Time comes from the records or from the
+// caller (SetClock), never from a clock of the log's own, so the
+// simulator's virtual time rolls segments as the wall clock does in tide
+// serve.
+func (l *Log) segmentAgeLocked(active *segment, incomingTimestampMs int64) int64 {
+	switch {
+	case active.firstTimestampMs >= 0 && incomingTimestampMs >= 0:
+		return incomingTimestampMs - active.firstTimestampMs
+	case active.createdAtMs >= 0 && l.clockMs >= 0:
+		return l.clockMs - active.createdAtMs
+	}
+	return 0
+}
+
+// SetClock tells the log the current time, in milliseconds since the Unix
+// epoch, by its owner's clock (the wall clock in tide serve, the virtual
+// one in the simulator): the creation time of the segments it makes from
+// now on, for rolling segments whose batches carry no timestamps. The log
+// reads no clock itself. A segment created or opened before the log had a
+// clock counts its age from the first one it is given.
+func (l *Log) SetClock(nowMs int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	first := l.clockMs < 0
+	l.clockMs = nowMs
+	if !first {
+		return // every segment already has its creation time: cheap per tick
+	}
+	for _, s := range l.segments {
+		if s.createdAtMs < 0 {
+			s.createdAtMs = nowMs
+		}
+	}
 }
 
 // rollLocked syncs the active segment, creates the next one and makes its
@@ -127,10 +175,13 @@ func (l *Log) rollLocked() error {
 	if len(l.segments) >= SegmentsOpenMax {
 		return fmt.Errorf("%w: %d segments open", ErrTooManySegments, len(l.segments))
 	}
+	if err := l.segments[len(l.segments)-1].indexFinalTimestamp(); err != nil {
+		return l.failLocked(fmt.Errorf("roll: time index: %w", err))
+	}
 	if err := l.syncActiveLocked(); err != nil {
 		return err
 	}
-	next, err := createSegment(l.cfg.FS, l.cfg.Dir, l.logEndOffsetLocked(), l.cfg.Now())
+	next, err := createSegment(l.cfg.FS, l.cfg.Dir, l.logEndOffsetLocked(), l.clockMs)
 	if err != nil {
 		return l.failLocked(fmt.Errorf("roll: %w", err))
 	}

@@ -18,6 +18,7 @@ const (
 	temporarySuffix       = disk.TemporarySuffix
 	segmentSuffix         = ".log"
 	indexSuffix           = ".index"
+	timeIndexSuffix       = ".timeindex"
 	maxCheckpointBytes    = 1 << 20
 )
 

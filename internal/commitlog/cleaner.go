@@ -160,21 +160,10 @@ func (l *Log) planCleanLocked(opts CleanOptions) (cleanPlan, string, error) {
 	return plan, "", nil
 }
 
-// segmentMaxTimestampLocked is the newest record timestamp in s, scanning
-// its batch headers the first time it is asked for.
+// segmentMaxTimestampLocked is the newest record timestamp in s (-1 for
+// none), as the segment tracks it for retention (its time index, rebuilt
+// by recovery when missing).
 func (l *Log) segmentMaxTimestampLocked(s *segment) (int64, error) {
-	if s.maxTimestampKnown {
-		return s.maxTimestampMs, nil
-	}
-	for position := int64(0); position < s.size; {
-		header, err := s.readHeader(position)
-		if err != nil {
-			return 0, l.failLocked(fmt.Errorf("cleaner scan of %s: %w", segmentFileName(s.baseOffset), err))
-		}
-		s.maxTimestampMs = max(s.maxTimestampMs, header.MaxTimestampMs)
-		position += batchSize(header)
-	}
-	s.maxTimestampKnown = true
 	return s.maxTimestampMs, nil
 }
 

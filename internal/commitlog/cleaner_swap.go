@@ -49,13 +49,17 @@ func (l *Log) swapSegmentLocked(i int, w *segmentWriter) error {
 	// a Chunk read from it before the swap may still be on its way to a
 	// socket, and the renamed-over file lives on while it is open.
 	l.cleaner.retired = append(l.cleaner.retired, s)
-	fresh, err := openSegment(fs, dir, s.baseOffset, s.createdAt)
+	fresh, err := openSegment(fs, dir, s.baseOffset, s.createdAtMs)
 	if err != nil {
 		return l.failLocked(fmt.Errorf("cleaner: reopen %s: %w", segmentName, err))
 	}
 	fresh.nextOffset = s.nextOffset
 	fresh.index.entries = w.index
-	fresh.maxTimestampMs, fresh.maxTimestampKnown = w.maxTimestampMs, true
+	// The time index stays the original's: cleaning only removes records,
+	// so an entry's "nothing up to this offset is newer" still holds, and
+	// retention by the original's newest timestamp can only come later.
+	fresh.timeIndex.entries = s.timeIndex.entries
+	fresh.firstTimestampMs, fresh.maxTimestampMs, fresh.offsetOfMaxTimestamp = s.firstTimestampMs, s.maxTimestampMs, s.offsetOfMaxTimestamp
 	if fresh.size != w.size {
 		panic(fmt.Sprintf("commitlog: cleaned segment %s is %d bytes, %d were written", segmentName, fresh.size, w.size))
 	}

@@ -42,8 +42,11 @@ type Config struct {
 	// SegmentBytes rolls the active segment once an append would take it
 	// past this size. Default 1 GiB.
 	SegmentBytes int64
-	// SegmentAge rolls a non-empty active segment older than this. Zero
-	// means never by age. Default 7 days, as Kafka's log.roll.hours.
+	// SegmentAge rolls a non-empty active segment older than this (Kafka's
+	// segment.ms): measured from the max timestamp of its first batch to
+	// that of the incoming one, as Kafka does, or by the log's clock
+	// (SetClock) from the segment's creation when either batch has no
+	// timestamp. Default 7 days, as Kafka's log.roll.hours.
 	SegmentAge time.Duration
 	// IndexIntervalBytes is the number of segment bytes between sparse
 	// index entries. Default 4 KiB.
@@ -51,17 +54,14 @@ type Config struct {
 	// MaxBatchBytes bounds one record batch. Default
 	// record.DefaultMaxBatchBytes, or SegmentBytes if that is smaller.
 	MaxBatchBytes int
-	// RetentionBytes deletes the oldest segments while the log is larger.
-	// Negative means no limit. Default -1.
+	// RetentionBytes and RetentionAge are the retention EnforceRetention
+	// applies (a broker passes its topics' current values to
+	// RetentionOffset instead). RetentionBytes deletes the oldest segments
+	// while the log is larger; negative means no limit, default -1.
+	// RetentionAge deletes segments whose newest record is older; zero
+	// means the default, 7 days.
 	RetentionBytes int64
-	// RetentionAge deletes segments whose newest record is older. Zero means
-	// no limit. Default 7 days.
-	RetentionAge time.Duration
-	// Now is the clock, for rolling and retention by age; the log's tests
-	// pass a fake one. Default time.Now, which is what a broker's logs get
-	// today: broker.Node passes none, in the simulator too
-	// (docs/architecture.md, Status).
-	Now func() time.Time
+	RetentionAge   time.Duration
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -83,9 +83,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetentionAge == 0 {
 		c.RetentionAge = 7 * 24 * time.Hour
-	}
-	if c.Now == nil {
-		c.Now = time.Now
 	}
 	return c
 }

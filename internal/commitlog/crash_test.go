@@ -87,7 +87,6 @@ func runCrashHistory(t *testing.T, seed uint64) {
 		SegmentBytes:       int64(2048 + r.random.IntN(3000)),
 		IndexIntervalBytes: int64(64 + r.random.IntN(400)),
 		RetentionBytes:     int64(4000 + r.random.IntN(8000)),
-		Now:                func() time.Time { return r.now },
 	}
 	// flush=always as the broker does it: a sync after every append.
 	r.syncAppends = r.random.IntN(2) == 0
@@ -97,6 +96,7 @@ func runCrashHistory(t *testing.T, seed uint64) {
 	steps := 40 + r.random.IntN(120)
 	for step := 0; step < steps; step++ {
 		r.now = r.now.Add(time.Duration(r.random.IntN(800)) * time.Millisecond)
+		r.log.SetClock(r.now.UnixMilli())
 		r.step()
 		r.checkContents("after step")
 	}
@@ -114,6 +114,7 @@ func (r *crashRun) reopen(fs *disk.MemFS) {
 	if err != nil {
 		r.fatalf("open: %v", err)
 	}
+	l.SetClock(r.now.UnixMilli())
 	r.log = l
 }
 
@@ -144,7 +145,7 @@ func (r *crashRun) step() {
 		r.must(l.Checkpoint(), "checkpoint")
 		r.note("checkpoint")
 	case choice < 81:
-		deleted, err := l.EnforceRetention()
+		deleted, err := l.EnforceRetention(r.now.UnixMilli())
 		r.must(err, "retention")
 		r.note("retention deleted %d", deleted)
 	case choice < 83:
@@ -285,6 +286,40 @@ func (r *crashRun) checkContents(when string) {
 		r.fatalf("%s: log content differs from the model (%d vs %d bytes)\nlog:\n%s\nmodel:\n%s", when, len(data), len(expected), describeBatches(data), describeBatches(expected))
 	}
 	r.checkEpochs(when, epochs, start, end)
+	r.checkTimeIndex(when, data, start, end)
+}
+
+// checkTimeIndex checks lookups by timestamp (the time index, loaded or
+// rebuilt by recovery) against a walk of every batch the log holds.
+func (r *crashRun) checkTimeIndex(when string, data []byte, start, end record.Offset) {
+	it := record.NewIterator(data, record.Limits{MaxBatchBytes: 1 << 30})
+	var batches [][]byte
+	lowest, highest := int64(0), int64(0)
+	for it.Next() {
+		batches = append(batches, it.Batch())
+		if len(batches) == 1 {
+			lowest = it.Header().MaxTimestampMs
+		}
+		lowest, highest = min(lowest, it.Header().MaxTimestampMs), max(highest, it.Header().MaxTimestampMs)
+	}
+	for range 4 {
+		target := lowest - 1 + r.random.Int64N(highest-lowest+3)
+		var want record.Offset = -1
+		for _, batch := range batches {
+			if offset, _, ok, _ := record.FirstRecordAtOrAfter(batch, start, target, record.Limits{}); ok {
+				want = offset
+				break
+			}
+		}
+		got, ok, err := r.log.OffsetForTimestamp(target, end)
+		r.must(err, when+": offset for timestamp")
+		if !ok {
+			got.Offset = -1
+		}
+		if got.Offset != want {
+			r.fatalf("%s: offset for timestamp %d is %d, the batches say %d", when, target, got.Offset, want)
+		}
+	}
 }
 
 // checkEpochs checks that the cache agrees with the epochs of the batches:

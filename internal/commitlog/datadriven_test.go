@@ -76,9 +76,11 @@ func (h *harness) close() {
 func (h *harness) open() error {
 	h.fs = &disk.LoggingFS{FS: h.mem}
 	h.cfg.FS, h.cfg.Dir = h.fs, harnessDir
-	h.cfg.Now = func() time.Time { return h.now }
 	l, err := Open(h.cfg)
 	h.log = l
+	if err == nil {
+		l.SetClock(h.now.UnixMilli())
+	}
 	return err
 }
 
@@ -122,6 +124,9 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) (string, error) {
 		return "", h.mem.CorruptAt(path.Join(harnessDir, name), int64(intArg(t, d, "at", 0)), data)
 	case "clock":
 		h.now = h.now.Add(durationArg(t, d, "advance"))
+		if h.log != nil {
+			h.log.SetClock(h.now.UnixMilli())
+		}
 		return fmt.Sprintf("now %s\n", h.now.Format(time.RFC3339)), nil
 	}
 	if h.log == nil {
@@ -169,7 +174,7 @@ func (h *harness) runOnLog(t *testing.T, d *datadriven.TestData) (string, error)
 	case "advance-start":
 		return "", l.AdvanceLogStartOffset(record.Offset(intArg(t, d, "offset", 0)))
 	case "retention":
-		deleted, err := l.EnforceRetention()
+		deleted, err := l.EnforceRetention(h.now.UnixMilli())
 		return fmt.Sprintf("deleted %d segments\n", deleted), err
 	case "checkpoint":
 		return "", l.Checkpoint()

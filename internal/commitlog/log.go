@@ -57,6 +57,8 @@ type Log struct {
 	recovery      RecoveryReport
 	// cleaner is the log cleaner's state (cleaner*.go).
 	cleaner cleanerState
+	// clockMs is the time its owner last gave the log (SetClock), or -1.
+	clockMs int64
 }
 
 // AppendResult says where an append landed: offsets [BaseOffset, NextOffset).

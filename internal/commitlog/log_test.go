@@ -263,18 +263,37 @@ func TestConcurrentReadsSeeWholeBatches(t *testing.T) {
 }
 
 func TestSegmentRollsByAge(t *testing.T) {
+	// segment.ms follows the records' timestamps (Kafka's
+	// rollingBasedTimestamp), whatever the clock says.
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := openTestLog(t, disk.NewMem(), Config{SegmentAge: time.Hour, Now: func() time.Time { return now }})
-	appendAsLeader(l, testBatches(1, 1, 10, 0), 0)
+	l := openTestLog(t, disk.NewMem(), Config{SegmentAge: time.Hour})
+	appendAsLeader(l, testBatches(1, 1, 10, now.UnixMilli()), 0)
 	now = now.Add(59 * time.Minute)
-	appendAsLeader(l, testBatches(1, 1, 10, 0), 0)
+	appendAsLeader(l, testBatches(1, 1, 10, now.UnixMilli()), 0)
 	if l.Segments() != 1 {
 		t.Fatalf("rolled before the segment was an hour old")
 	}
 	now = now.Add(time.Minute)
-	appendAsLeader(l, testBatches(1, 1, 10, 0), 0)
+	appendAsLeader(l, testBatches(1, 1, 10, now.UnixMilli()), 0)
 	if l.Segments() != 2 {
 		t.Fatalf("did not roll a segment an hour old: %d segments", l.Segments())
+	}
+}
+
+func TestSegmentWithoutTimestampsRollsByTheGivenClock(t *testing.T) {
+	l := openTestLog(t, disk.NewMem(), Config{SegmentAge: time.Hour})
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	l.SetClock(start)
+	appendAsLeader(l, testBatches(1, 1, 10, -1), 0)
+	l.SetClock(start + time.Hour.Milliseconds() - 1)
+	appendAsLeader(l, testBatches(1, 1, 10, -1), 0)
+	if l.Segments() != 1 {
+		t.Fatalf("rolled before the segment was an hour old by the clock")
+	}
+	l.SetClock(start + time.Hour.Milliseconds())
+	appendAsLeader(l, testBatches(1, 1, 10, -1), 0)
+	if l.Segments() != 2 {
+		t.Fatalf("did not roll a segment an hour old by the clock: %d segments", l.Segments())
 	}
 }
 

@@ -23,8 +23,9 @@ type RecoveryReport struct {
 	RemovedSegments int
 	// TailError is why the tail was cut, if it was.
 	TailError error
-	// IndexesRebuilt counts segment indexes rebuilt because they disagreed
-	// with their segments.
+	// IndexesRebuilt counts trusted segments whose indexes (offset or time)
+	// were rebuilt because they disagreed with their segments or were
+	// missing (a directory from before tide kept time indexes).
 	IndexesRebuilt int
 	// EpochCacheRebuilt is true when the epoch checkpoint was missing or
 	// unreadable and the cache was rebuilt from every batch in the log.
@@ -47,7 +48,7 @@ func Open(cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("commitlog: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	l := &Log{cfg: cfg, limits: record.Limits{MaxBatchBytes: cfg.MaxBatchBytes}}
+	l := &Log{cfg: cfg, limits: record.Limits{MaxBatchBytes: cfg.MaxBatchBytes}, clockMs: -1}
 	if err := l.recover(); err != nil {
 		for _, s := range l.segments {
 			s.close()
@@ -68,7 +69,7 @@ func (l *Log) recover() error {
 	}
 	checkpoint := l.readOffsetsCheckpoint()
 	for _, base := range bases {
-		s, err := openSegment(fs, dir, base, l.cfg.Now())
+		s, err := openSegment(fs, dir, base, l.clockMs)
 		if err != nil {
 			return err
 		}
@@ -124,7 +125,8 @@ func (l *Log) listAndCleanDirectory() ([]record.Offset, error) {
 		orphanIndex := strings.HasSuffix(name, indexSuffix) && !segmentNames[strings.TrimSuffix(name, indexSuffix)]
 		// A .cleaned file is a cleaner's rewrite that a crash stopped
 		// before its swap: the original it would replace is intact.
-		if strings.HasSuffix(name, temporarySuffix) || strings.HasSuffix(name, cleanedSuffix) || orphanIndex {
+		orphanTimeIndex := strings.HasSuffix(name, timeIndexSuffix) && !segmentNames[strings.TrimSuffix(name, timeIndexSuffix)]
+		if strings.HasSuffix(name, temporarySuffix) || strings.HasSuffix(name, cleanedSuffix) || orphanIndex || orphanTimeIndex {
 			if err := fs.Remove(path.Join(dir, name)); err != nil {
 				return nil, err
 			}
@@ -163,7 +165,7 @@ func (l *Log) dropSegmentsBelowLogStart(logStart record.Offset) error {
 
 // startEmpty creates the first segment of a new (or emptied) log.
 func (l *Log) startEmpty(logStart record.Offset) error {
-	s, err := createSegment(l.cfg.FS, l.cfg.Dir, logStart, l.cfg.Now())
+	s, err := createSegment(l.cfg.FS, l.cfg.Dir, logStart, l.clockMs)
 	if err != nil {
 		return err
 	}
@@ -207,26 +209,47 @@ func (l *Log) loadTrustedSegments(recoveryPoint record.Offset) (int, error) {
 			return 0, &CorruptionError{Segment: path.Join(l.cfg.Dir, segmentFileName(s.baseOffset)), Position: 0, Offset: s.baseOffset,
 				Cause: fmt.Errorf("segment spans offsets [%d, %d), more than the %d an index can address: %w", s.baseOffset, s.nextOffset, int64(SegmentOffsetSpanMax), record.ErrInvalid)}
 		}
-		if err := s.index.load(s); err != nil {
-			if !errors.Is(err, errIndexInconsistent) {
-				return 0, err
-			}
-			if err := l.rebuildIndex(s); err != nil {
-				return 0, err
-			}
+		if err := l.loadIndexes(s); err != nil {
+			return 0, err
 		}
 		scanFrom++
 	}
 	return scanFrom, nil
 }
 
-// rebuildIndex rebuilds a trusted segment's index from its batch headers.
+// loadIndexes loads a trusted segment's offset and time indexes, checking
+// them against the segment, and rebuilds both from its batch headers when
+// either disagrees. The segment's largest timestamp is its time index's
+// last entry (forced there when it rolled).
+func (l *Log) loadIndexes(s *segment) error {
+	err := s.index.load(s)
+	if err == nil {
+		err = s.timeIndex.load(s)
+	}
+	if err != nil {
+		if !errors.Is(err, errIndexInconsistent) {
+			return err
+		}
+		return l.rebuildIndex(s)
+	}
+	s.resetTimestamps()
+	if last, ok := s.timeIndex.last(); ok {
+		s.maxTimestampMs, s.offsetOfMaxTimestamp = last.timestampMs, s.baseOffset+record.Offset(last.relativeOffset)
+	}
+	return nil
+}
+
+// rebuildIndex rebuilds a trusted segment's indexes from its batch headers.
 func (l *Log) rebuildIndex(s *segment) error {
 	l.recovery.IndexesRebuilt++
 	if err := s.index.reset(); err != nil {
 		return err
 	}
+	if err := s.timeIndex.reset(); err != nil {
+		return err
+	}
 	s.bytesSinceIndexEntry = 0
+	s.resetTimestamps()
 	expected := s.baseOffset
 	for position := int64(0); position < s.size; {
 		header, err := s.readHeader(position)
@@ -239,11 +262,15 @@ func (l *Log) rebuildIndex(s *segment) error {
 		if err != nil {
 			return &CorruptionError{Segment: path.Join(l.cfg.Dir, segmentFileName(s.baseOffset)), Position: position, Offset: expected, Cause: err}
 		}
+		s.observeTimestamp(header)
 		if err := s.maybeIndex(header, position, l.cfg.IndexIntervalBytes); err != nil {
 			return err
 		}
 		position += batchSize(header)
 		expected = header.NextOffset()
+	}
+	if err := s.indexFinalTimestamp(); err != nil {
+		return err
 	}
 	if expected != s.nextOffset {
 		return &CorruptionError{Segment: path.Join(l.cfg.Dir, segmentFileName(s.baseOffset)), Position: s.size, Offset: expected,

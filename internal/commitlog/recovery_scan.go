@@ -39,6 +39,13 @@ func (l *Log) scanFrom(first int, recoveryPoint record.Offset) ([]leaderepoch.En
 		if damage != nil {
 			return epochs, l.cutTail(i, position, s.nextOffset, recoveryPoint, damage)
 		}
+		if i+1 < len(l.segments) {
+			// An inactive segment's time index ends with its largest
+			// timestamp, as a roll leaves it.
+			if err := s.indexFinalTimestamp(); err != nil {
+				return epochs, err
+			}
+		}
 		expected = s.nextOffset
 	}
 	return epochs, nil
@@ -51,8 +58,11 @@ func (l *Log) scanSegment(s *segment, recoveryPoint record.Offset, epochs *[]lea
 	if err := s.index.reset(); err != nil {
 		return 0, nil, err
 	}
+	if err := s.timeIndex.reset(); err != nil {
+		return 0, nil, err
+	}
 	s.nextOffset, s.bytesSinceIndexEntry = s.baseOffset, 0
-	s.maxTimestampMs, s.maxTimestampKnown = -1, true
+	s.resetTimestamps()
 	for position := int64(0); position < s.size; {
 		_, header, err := s.readBatch(position, l.limits)
 		if err != nil && !isBatchDamage(err) {
@@ -81,6 +91,7 @@ func (l *Log) scanSegment(s *segment, recoveryPoint record.Offset, epochs *[]lea
 		if err != nil {
 			return position, err, nil
 		}
+		s.observeTimestamp(header)
 		if err := s.maybeIndex(header, position, l.cfg.IndexIntervalBytes); err != nil {
 			return 0, nil, err
 		}
@@ -88,7 +99,6 @@ func (l *Log) scanSegment(s *segment, recoveryPoint record.Offset, epochs *[]lea
 			*epochs = append(*epochs, leaderepoch.Entry{Epoch: header.PartitionLeaderEpoch, StartOffset: header.BaseOffset})
 		}
 		s.nextOffset = header.NextOffset()
-		s.maxTimestampMs = max(s.maxTimestampMs, header.MaxTimestampMs)
 		position += batchSize(header)
 		l.recovery.ScannedBatches++
 	}

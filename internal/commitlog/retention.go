@@ -24,13 +24,62 @@ func (l *Log) AdvanceLogStartOffset(offset record.Offset) error {
 	return l.moveLogStartLocked(offset)
 }
 
-// EnforceRetention deletes the oldest segments that retention by size or by
-// age no longer wants, and returns how many it deleted. It never deletes the
-// active segment, nor a segment holding any offset at or above the high
-// watermark, so uncommitted records are never deleted by retention.
-func (l *Log) EnforceRetention() (int, error) {
+// Retention is what retention by time and size keeps of a partition's log:
+// Kafka's retention.ms and retention.bytes (per partition). A negative
+// value means no limit of that kind.
+type Retention struct {
+	Ms    int64
+	Bytes int64
+}
+
+// EnforceRetention deletes the oldest segments that the log's configured
+// retention (Config.RetentionBytes, RetentionAge) no longer wants at nowMs
+// (milliseconds since the Unix epoch, the caller's clock), and returns how
+// many it deleted. See RetentionOffset for which segments those are.
+func (l *Log) EnforceRetention(nowMs int64) (int, error) {
+	policy := Retention{Ms: l.cfg.RetentionAge.Milliseconds(), Bytes: l.cfg.RetentionBytes}
+	offset, err := l.RetentionOffset(nowMs, policy)
+	if err != nil {
+		return 0, err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil || offset <= l.logStartOffset || offset > l.highWatermark {
+		return 0, err // nothing to do, or the high watermark moved back since
+	}
+	deleted := 0
+	for _, s := range l.segments {
+		if s.baseOffset < offset {
+			deleted++
+		}
+	}
+	return deleted, l.moveLogStartLocked(offset)
+}
+
+// RetentionOffset is the log start offset retention by time and size wants
+// at nowMs: the base offset of the first segment to keep, or the log end
+// offset when every record may go. It decides and changes nothing; the
+// caller moves the log start (AdvanceLogStartOffset, through its replica,
+// so that the replica's view of its log moves too). Kafka's rules
+// (UnifiedLog.deletableSegments):
+//
+//   - Segments are considered oldest first, and the first one retention
+//     keeps stops the scan: one segment with a far-future timestamp holds
+//     back every later one, as in Kafka.
+//   - By time: a segment expires when nowMs minus its largest record
+//     timestamp exceeds policy.Ms. A segment with no timestamps never
+//     expires (Kafka falls back to the file's mtime, which tide's disk
+//     does not have).
+//   - By size: the oldest segments go while the log without them is still
+//     at least policy.Bytes.
+//   - Rule retention-below-high-watermark: a segment is deletable only if
+//     the high watermark has reached its end (the next segment's base, or
+//     the log end for the active segment), so retention never deletes an
+//     uncommitted record, which a new leader might still need (simulator
+//     invariant 8).
+func (l *Log) RetentionOffset(nowMs int64, policy Retention) (record.Offset, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
 	if err := l.usableLocked(); err != nil {
 		return 0, err
 	}
@@ -38,52 +87,24 @@ func (l *Log) EnforceRetention() (int, error) {
 	for _, s := range l.segments {
 		total += s.size
 	}
-	deletable := 0
-	for deletable < len(l.segments)-1 {
-		s, next := l.segments[deletable], l.segments[deletable+1]
-		if next.baseOffset > l.highWatermark {
+	offset := l.logStartOffset
+	for i, s := range l.segments {
+		end := l.logEndOffsetLocked()
+		if i+1 < len(l.segments) {
+			end = l.segments[i+1].baseOffset
+		}
+		if s.size == 0 || end > l.highWatermark {
 			break
 		}
-		overSize := l.cfg.RetentionBytes >= 0 && total-s.size >= l.cfg.RetentionBytes
-		expired, err := l.expiredLocked(s)
-		if err != nil {
-			return 0, err
-		}
+		overSize := policy.Bytes >= 0 && total-s.size >= policy.Bytes
+		expired := policy.Ms >= 0 && s.maxTimestampMs >= 0 && nowMs-s.maxTimestampMs > policy.Ms
 		if !overSize && !expired {
 			break
 		}
 		total -= s.size
-		deletable++
+		offset = max(offset, end)
 	}
-	if deletable == 0 {
-		return 0, nil
-	}
-	return deletable, l.moveLogStartLocked(l.segments[deletable].baseOffset)
-}
-
-// expiredLocked reports whether every record in s is older than the
-// retention age. The segment's newest timestamp is found by scanning its
-// batch headers the first time it is needed.
-func (l *Log) expiredLocked(s *segment) (bool, error) {
-	if l.cfg.RetentionAge <= 0 {
-		return false, nil
-	}
-	if !s.maxTimestampKnown {
-		for position := int64(0); position < s.size; {
-			header, err := s.readHeader(position)
-			if err != nil {
-				return false, fmt.Errorf("retention scan of %s: %w", segmentFileName(s.baseOffset), err)
-			}
-			s.maxTimestampMs = max(s.maxTimestampMs, header.MaxTimestampMs)
-			position += batchSize(header)
-		}
-		s.maxTimestampKnown = true
-	}
-	if s.maxTimestampMs < 0 {
-		return false, nil
-	}
-	cutoffMs := l.cfg.Now().Add(-l.cfg.RetentionAge).UnixMilli()
-	return s.maxTimestampMs < cutoffMs, nil
+	return offset, nil
 }
 
 // moveLogStartLocked checkpoints the new log start offset first, then deletes
@@ -94,6 +115,14 @@ func (l *Log) moveLogStartLocked(offset record.Offset) error {
 		// The checkpoint must never name a log start beyond what a crash
 		// keeps, or the recovered log would start past its own end.
 		if err := l.syncActiveLocked(); err != nil {
+			return err
+		}
+	}
+	if active := l.segments[len(l.segments)-1]; offset == l.logEndOffsetLocked() && active.size > 0 {
+		// Every record goes: start an empty segment at the log end first,
+		// so that the log always has one and the old active one can be
+		// deleted (Kafka rolls before deleting the active segment).
+		if err := l.rollLocked(); err != nil {
 			return err
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/record"
@@ -29,17 +28,31 @@ type segment struct {
 	// bytesSinceIndexEntry counts the bytes appended since the last index
 	// entry; an entry is added once it reaches the index interval.
 	bytesSinceIndexEntry int64
-	// createdAt is when this process created or opened the segment, for
-	// rolling by age. A restart restarts the age.
-	createdAt time.Time
-	// maxTimestampMs is the largest batch max timestamp seen, for retention
-	// by age; maxTimestampKnown is false until the segment has been scanned.
-	maxTimestampMs    int64
-	maxTimestampKnown bool
+	timeIndex            timeIndex
+	// createdAtMs is the log's clock (Log.SetClock) when this process
+	// created or opened the segment, or -1 if the log had no clock yet: the
+	// age of a segment whose batches carry no timestamps, for rolling
+	// (segment.ms). A restart restarts it.
+	createdAtMs int64
+	// firstTimestampMs is the max timestamp of the segment's first batch,
+	// or -1: what Kafka measures a segment's age from when rolling
+	// (LogSegment.rollingBasedTimestamp), so that segment.ms follows the
+	// records' time, not the wall clock. Known for the active segment,
+	// which recovery always scans.
+	firstTimestampMs int64
+	// maxTimestampMs is the largest batch max timestamp in the segment (-1
+	// for none), and offsetOfMaxTimestamp the last offset of the first
+	// batch carrying it: for retention by time (Kafka's largestTimestamp)
+	// and ListOffsets' MAX_TIMESTAMP.
+	maxTimestampMs       int64
+	offsetOfMaxTimestamp record.Offset
 }
 
 func segmentFileName(base record.Offset) string { return fmt.Sprintf("%020d%s", base, segmentSuffix) }
 func indexFileName(base record.Offset) string   { return fmt.Sprintf("%020d%s", base, indexSuffix) }
+func timeIndexFileName(base record.Offset) string {
+	return fmt.Sprintf("%020d%s", base, timeIndexSuffix)
+}
 
 // parseSegmentFileName returns the base offset named by a segment file name.
 func parseSegmentFileName(name string) (record.Offset, bool) {
@@ -54,9 +67,9 @@ func parseSegmentFileName(name string) (record.Offset, bool) {
 	return record.Offset(base), true
 }
 
-// createSegment creates an empty segment and its index, replacing any old
-// files of the same name.
-func createSegment(fs disk.FS, dir string, base record.Offset, now time.Time) (*segment, error) {
+// createSegment creates an empty segment and its indexes, replacing any old
+// files of the same name. nowMs is the log's clock, -1 if it has none.
+func createSegment(fs disk.FS, dir string, base record.Offset, nowMs int64) (*segment, error) {
 	file, err := fs.Create(path.Join(dir, segmentFileName(base)))
 	if err != nil {
 		return nil, err
@@ -66,17 +79,32 @@ func createSegment(fs disk.FS, dir string, base record.Offset, now time.Time) (*
 		file.Close()
 		return nil, err
 	}
+	timeIndexFile, err := fs.Create(path.Join(dir, timeIndexFileName(base)))
+	if err != nil {
+		file.Close()
+		indexFile.Close()
+		return nil, err
+	}
 	return &segment{
 		baseOffset: base, nextOffset: base, file: file,
-		index: offsetIndex{file: indexFile}, createdAt: now,
-		maxTimestampMs: -1, maxTimestampKnown: true,
+		index: offsetIndex{file: indexFile}, timeIndex: timeIndex{file: timeIndexFile}, createdAtMs: nowMs,
+		firstTimestampMs: -1, maxTimestampMs: -1, offsetOfMaxTimestamp: -1,
 	}, nil
 }
 
-// openSegment opens an existing segment file and its index (creating an
-// empty index when it is missing). Its next offset is not known until the
+// openOrCreate opens name, creating it empty when it is missing.
+func openOrCreate(fs disk.FS, name string) (disk.File, error) {
+	file, err := fs.Open(name)
+	if errors.Is(err, disk.ErrNotExist) {
+		file, err = fs.Create(name)
+	}
+	return file, err
+}
+
+// openSegment opens an existing segment file and its indexes (creating an
+// empty index when one is missing). Its next offset is not known until the
 // caller recovers or loads it.
-func openSegment(fs disk.FS, dir string, base record.Offset, now time.Time) (*segment, error) {
+func openSegment(fs disk.FS, dir string, base record.Offset, nowMs int64) (*segment, error) {
 	file, err := fs.Open(path.Join(dir, segmentFileName(base)))
 	if err != nil {
 		return nil, err
@@ -86,18 +114,21 @@ func openSegment(fs disk.FS, dir string, base record.Offset, now time.Time) (*se
 		file.Close()
 		return nil, err
 	}
-	indexName := path.Join(dir, indexFileName(base))
-	indexFile, err := fs.Open(indexName)
-	if errors.Is(err, disk.ErrNotExist) {
-		indexFile, err = fs.Create(indexName)
-	}
+	indexFile, err := openOrCreate(fs, path.Join(dir, indexFileName(base)))
 	if err != nil {
 		file.Close()
 		return nil, err
 	}
+	timeIndexFile, err := openOrCreate(fs, path.Join(dir, timeIndexFileName(base)))
+	if err != nil {
+		file.Close()
+		indexFile.Close()
+		return nil, err
+	}
 	return &segment{
 		baseOffset: base, nextOffset: base, size: size, file: file,
-		index: offsetIndex{file: indexFile}, createdAt: now, maxTimestampMs: -1,
+		index: offsetIndex{file: indexFile}, timeIndex: timeIndex{file: timeIndexFile}, createdAtMs: nowMs,
+		firstTimestampMs: -1, maxTimestampMs: -1, offsetOfMaxTimestamp: -1,
 	}, nil
 }
 
@@ -158,15 +189,43 @@ func (s *segment) append(batches []byte, headers []record.Header, indexInterval 
 		if header.BaseOffset != s.nextOffset {
 			panic(fmt.Sprintf("commitlog: batch at %d appended to segment ending at %d", header.BaseOffset, s.nextOffset))
 		}
+		s.observeTimestamp(header)
 		if err := s.maybeIndex(header, position, indexInterval); err != nil {
 			return err
 		}
 		position += batchSize(header)
 		s.nextOffset = header.NextOffset()
-		s.maxTimestampMs = max(s.maxTimestampMs, header.MaxTimestampMs)
 	}
 	s.size = position
 	return nil
+}
+
+// observeTimestamp takes a batch's max timestamp into the segment's first
+// and largest timestamps.
+func (s *segment) observeTimestamp(header record.Header) {
+	if header.BaseOffset == s.baseOffset {
+		s.firstTimestampMs = header.MaxTimestampMs
+	}
+	if header.MaxTimestampMs > s.maxTimestampMs {
+		s.maxTimestampMs, s.offsetOfMaxTimestamp = header.MaxTimestampMs, header.LastOffset()
+	}
+}
+
+// resetTimestamps forgets the segment's timestamps, before a scan
+// recomputes them.
+func (s *segment) resetTimestamps() {
+	s.firstTimestampMs, s.maxTimestampMs, s.offsetOfMaxTimestamp = -1, -1, -1
+}
+
+// indexFinalTimestamp forces the time index entry for the segment's
+// largest timestamp, when it becomes inactive (Kafka's
+// onBecomeInactiveSegment): an inactive segment's last time index entry is
+// its largest timestamp, which recovery reads back instead of scanning.
+func (s *segment) indexFinalTimestamp() error {
+	if s.maxTimestampMs < 0 {
+		return nil
+	}
+	return s.timeIndex.maybeAppend(timeIndexEntry{timestampMs: s.maxTimestampMs, relativeOffset: uint32(s.offsetOfMaxTimestamp - s.baseOffset)})
 }
 
 // maybeIndex adds an index entry for the batch at position when enough bytes
@@ -179,10 +238,16 @@ func (s *segment) maybeIndex(header record.Header, position, indexInterval int64
 		return nil
 	}
 	s.bytesSinceIndexEntry = batchSize(header)
-	return s.index.append(indexEntry{
+	err := s.index.append(indexEntry{
 		relativeOffset: uint32(header.BaseOffset - s.baseOffset),
 		position:       uint32(position),
 	})
+	if err != nil || s.maxTimestampMs < 0 {
+		return err
+	}
+	// Beside each offset index entry, the largest timestamp so far (KIP-33,
+	// Kafka's LogSegment.append).
+	return s.indexFinalTimestamp()
 }
 
 // batchPosition is where a batch sits in a segment.
@@ -224,18 +289,41 @@ func (s *segment) truncateTo(offset record.Offset) (record.Offset, error) {
 	if err := s.index.truncateToPosition(found.position); err != nil {
 		return 0, err
 	}
+	if err := s.timeIndex.truncateToOffset(uint32(found.header.BaseOffset - s.baseOffset)); err != nil {
+		return 0, err
+	}
 	if err := s.file.Truncate(found.position); err != nil {
 		return 0, err
 	}
 	s.size = found.position
 	s.nextOffset = found.header.BaseOffset
 	s.bytesSinceIndexEntry = 0
-	return s.nextOffset, nil
+	return s.nextOffset, s.recomputeTimestamps()
+}
+
+// recomputeTimestamps reads the segment's batch headers again for its
+// first and largest timestamps, after a truncation removed batches.
+func (s *segment) recomputeTimestamps() error {
+	s.resetTimestamps()
+	for position := int64(0); position < s.size; {
+		header, err := s.readHeader(position)
+		if err != nil {
+			return err
+		}
+		if position == 0 {
+			s.firstTimestampMs = header.MaxTimestampMs
+		}
+		if header.MaxTimestampMs > s.maxTimestampMs {
+			s.maxTimestampMs, s.offsetOfMaxTimestamp = header.MaxTimestampMs, header.LastOffset()
+		}
+		position += batchSize(header)
+	}
+	return nil
 }
 
 // close closes the segment's files without syncing them.
 func (s *segment) close() error {
-	return errors.Join(s.file.Close(), s.index.file.Close())
+	return errors.Join(s.file.Close(), s.index.file.Close(), s.timeIndex.file.Close())
 }
 
 // remove closes and deletes the segment's files.
@@ -246,7 +334,11 @@ func (s *segment) remove(fs disk.FS, dir string) error {
 	if errors.Is(indexErr, disk.ErrNotExist) {
 		indexErr = nil
 	}
-	return errors.Join(closeErr, removeErr, indexErr)
+	timeIndexErr := fs.Remove(path.Join(dir, timeIndexFileName(s.baseOffset)))
+	if errors.Is(timeIndexErr, disk.ErrNotExist) {
+		timeIndexErr = nil
+	}
+	return errors.Join(closeErr, removeErr, indexErr, timeIndexErr)
 }
 
 // sync makes the segment and its index durable.
@@ -254,7 +346,10 @@ func (s *segment) sync() error {
 	if err := s.file.Sync(); err != nil {
 		return err
 	}
-	return s.index.file.Sync()
+	if err := s.index.file.Sync(); err != nil {
+		return err
+	}
+	return s.timeIndex.file.Sync()
 }
 
 // batchSize is a batch's size in bytes as a file position.

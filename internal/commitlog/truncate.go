@@ -143,7 +143,7 @@ func (l *Log) truncateFullyAndStartAtLocked(offset record.Offset) error {
 	if err := l.writeEpochCheckpointLocked(); err != nil {
 		return err
 	}
-	fresh, err := createSegment(l.cfg.FS, l.cfg.Dir, offset, l.cfg.Now())
+	fresh, err := createSegment(l.cfg.FS, l.cfg.Dir, offset, l.clockMs)
 	if err != nil {
 		return l.failLocked(fmt.Errorf("start at %d: %w", offset, err))
 	}

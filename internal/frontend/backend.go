@@ -40,8 +40,15 @@ func (b *backend) Cluster() wire.Cluster {
 	self := b.config.ID
 	cluster := wire.Cluster{ClusterID: b.config.ClusterID, BrokerID: self, Config: wire.BrokerConfig{
 		DefaultPartitions: b.config.DefaultPartitions, DefaultReplicationFactor: b.config.DefaultReplicationFactor, MinInsyncReplicas: 1,
-		SegmentBytes: b.config.SegmentBytes, RetentionBytes: -1, RetentionMs: -1, MessageMaxBytes: b.config.MaxBatchBytes,
+		SegmentBytes: b.config.SegmentBytes, RetentionBytes: b.config.RetentionBytes, RetentionMs: b.config.RetentionMs,
+		MessageMaxBytes: b.config.MaxBatchBytes,
 	}}
+	if cluster.Config.RetentionMs == 0 {
+		cluster.Config.RetentionMs = broker.DefaultRetentionMs
+	}
+	if cluster.Config.RetentionBytes == 0 {
+		cluster.Config.RetentionBytes = -1
+	}
 	cluster.Brokers = append(cluster.Brokers, endpoint(self, b.config.Advertised))
 	if node := b.node(); node != nil {
 		for _, state := range node.Image().Brokers() {
@@ -183,6 +190,19 @@ func (b *backend) ListOffsets(partition metadata.TopicPartition, request replica
 			return
 		}
 		done(*answer.ListOffsets)
+	})
+}
+
+// DeleteRecords asks the partition's replica, as leader, to move its log
+// start offset.
+func (b *backend) DeleteRecords(partition metadata.TopicPartition, request replica.DeleteRecordsRequest, done func(replica.DeleteRecordsAnswer)) {
+	id := request.ID
+	b.issue(broker.ClientRequest{Partition: partition, DeleteRecords: &request}, 0, func(answer broker.ClientAnswer) {
+		if answer.DeleteRecords == nil {
+			done(replica.DeleteRecordsAnswer{ID: id, ErrorCode: answer.ErrorCode, LowWatermark: -1})
+			return
+		}
+		done(*answer.DeleteRecords)
 	})
 }
 

@@ -30,6 +30,11 @@ type Config struct {
 	DefaultReplicationFactor int
 	SegmentBytes             int64
 	MaxBatchBytes            int64
+	// RetentionMs and RetentionBytes are log.retention.ms and
+	// log.retention.bytes as the node enforces them (broker.Config), for
+	// DescribeConfigs: zero means Kafka's defaults (seven days, no limit).
+	RetentionMs    int64
+	RetentionBytes int64
 	// Wire configures the Kafka protocol handler; Random is the source of
 	// its response markers (wire.Config.Random).
 	Wire wire.Config
@@ -66,6 +71,8 @@ type FrontEnd struct {
 	fetcher   *fetcher.Fetcher
 	// now counts Ticks.
 	now int64
+	// clockMs is the runtime's time (SetClock), -1 until it gives one.
+	clockMs int64
 	// controllerHint is the active controller as the runtime knows it from
 	// a controller of its own (metadata.NoBroker: it knows nothing).
 	controllerHint metadata.BrokerID
@@ -112,7 +119,7 @@ func New(config Config, lifecycle *broker.Lifecycle) (*FrontEnd, error) {
 	if err != nil {
 		return nil, err
 	}
-	fe := &FrontEnd{config: config, lifecycle: lifecycle, fetcher: f, controllerHint: metadata.NoBroker,
+	fe := &FrontEnd{config: config, lifecycle: lifecycle, fetcher: f, controllerHint: metadata.NoBroker, clockMs: -1,
 		pending: map[broker.ClientID]pendingClient{}, calls: map[uint64]*controllerCall{},
 		followerHW: map[followerPartition]record.Offset{}}
 	handler, err := wire.New(config.Wire, (*backend)(fe))
@@ -136,12 +143,21 @@ func (fe *FrontEnd) Node() *broker.Node { return fe.lifecycle.Node() }
 // Without a hint, requests go where the lifecycle sends its own.
 func (fe *FrontEnd) SetControllerHint(id metadata.BrokerID) { fe.controllerHint = id }
 
+// SetClock gives the front end the current time in milliseconds since the
+// Unix epoch, for its node's retention and segment rolls (broker.Node
+// SetClock): the runtime calls it before each Tick, with the wall clock
+// (tide serve) or the virtual one (the simulator).
+func (fe *FrontEnd) SetClock(nowMs int64) { fe.clockMs = nowMs }
+
 // Tick advances time: the lifecycle registers and heartbeats, and ticks the
 // node; controller requests are retried or time out; now and then partition
 // requests that never got an answer expire; the fetchers give up overdue
 // requests.
 func (fe *FrontEnd) Tick() {
 	fe.now++
+	if node := fe.lifecycle.Node(); node != nil && fe.clockMs >= 0 {
+		node.SetClock(fe.clockMs)
+	}
 	fe.lifecycle.Tick()
 	fe.tickControllerCalls()
 	if fe.now%sweepEveryTicks == 0 {

@@ -304,3 +304,25 @@ func ruleSwitchProblems(t *testing.T, root string) []string {
 	}
 	return problems
 }
+
+// TestCommitlogReadsNoClock fails when the partition log reads the clock:
+// segment ages and retention are measured on the time its owner passes in
+// (commitlog.Log.SetClock, RetentionOffset's now), so that the
+// simulator's virtual clock drives them as the wall clock does in tide
+// serve. The log does files, so only its use of package time is checked.
+func TestCommitlogReadsNoClock(t *testing.T) {
+	files := parsePackage(t, filepath.Join(repositoryRoot(t), "internal/commitlog"))
+	if len(files) == 0 {
+		t.Fatal("internal/commitlog: no Go files")
+	}
+	for _, file := range files {
+		ast.Inspect(file, func(node ast.Node) bool {
+			if selector, ok := node.(*ast.SelectorExpr); ok {
+				if ident, ok := selector.X.(*ast.Ident); ok && ident.Name == "time" && !slices.Contains(timeConstants, selector.Sel.Name) {
+					t.Errorf("internal/commitlog uses time.%s: the log takes time as values", selector.Sel.Name)
+				}
+			}
+			return true
+		})
+	}
+}

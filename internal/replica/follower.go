@@ -190,6 +190,14 @@ func (r *Replica) applyFetchedData(response FetchResponse) {
 	if response.HighWatermark >= 0 {
 		r.setHighWatermark(max(min(response.HighWatermark, r.log.end), r.log.start))
 	}
+	// Rule follower-follows-log-start: a follower moves its log start up to
+	// the leader's (Kafka's ReplicaFetcherThread, after the append), so
+	// that records retention or DeleteRecords removed on the leader go here
+	// too and a later election does not bring them back; capped at its own
+	// high watermark (maybeAdvanceLogStart).
+	if response.LogStartOffset >= 0 {
+		r.maybeAdvanceLogStart(response.LogStartOffset)
+	}
 }
 
 // epochRegresses reports batches whose leader epoch is below the latest the

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -50,6 +51,9 @@ type pendingProduce struct {
 	baseOffset   record.Offset
 	nextOffset   record.Offset
 	deadlineTick int64
+	// logAppendTimeMs is the time its batches were stamped with on a
+	// LogAppendTime topic, or -1.
+	logAppendTimeMs int64
 }
 
 // becomeLeader starts a new leader epoch. The epoch is recorded at the log
@@ -149,7 +153,8 @@ func (r *Replica) HandleProduce(request ProduceRequest) {
 		return
 	}
 	var base, next record.Offset
-	switch check := r.producerState().CheckBatches(headers, r.log.end); check.Verdict {
+	check := r.producerState().CheckBatches(headers, r.log.end)
+	switch check.Verdict {
 	case producer.Reject:
 		r.answerProduce(request.ID, check.ErrorCode, -1)
 		return
@@ -161,16 +166,20 @@ func (r *Replica) HandleProduce(request ProduceRequest) {
 		base, next = check.Original.FirstOffset, check.Original.LastOffset+1
 	default:
 		base = r.log.end
-		r.stampBatches(request.Batches, headers)
+		r.stampBatches(request.Batches, headers, request.AppendTimeMs)
 		r.appendBatches(request.Batches, headers)
 		next = r.log.end
 	}
 	if request.Acks == AcksNone {
 		return
 	}
+	appendTimeMs := int64(-1)
+	if r.config.LogAppendTime && check.Verdict != producer.Duplicate {
+		appendTimeMs = request.AppendTimeMs
+	}
 	r.leader.waiting = append(r.leader.waiting, pendingProduce{
 		id: request.ID, acks: request.Acks, baseOffset: base, nextOffset: next,
-		deadlineTick: r.now + request.TimeoutTicks,
+		deadlineTick: r.now + request.TimeoutTicks, logAppendTimeMs: appendTimeMs,
 	})
 	r.maybeAdvanceHighWatermark()
 	r.answerLeaderAcks()
@@ -223,11 +232,19 @@ func (r *Replica) refuseProduce(id uint64, err error) {
 }
 
 // stampBatches writes offsets from the log end offset and the leader epoch
-// into the batch headers, in place; the CRC does not cover them.
-func (r *Replica) stampBatches(batches []byte, headers []record.Header) {
+// into the batch headers, in place; the CRC does not cover them. On a
+// LogAppendTime topic it also sets each batch's timestamp type and max
+// timestamp to appendTimeMs and recomputes its CRC (the records are
+// untouched), as Kafka's leader does.
+func (r *Replica) stampBatches(batches []byte, headers []record.Header, appendTimeMs int64) {
 	next, position := r.log.end, 0
 	for i := range headers {
 		batch := batches[position : position+headers[i].Size()]
+		if r.config.LogAppendTime {
+			record.SetLogAppendTime(batch, appendTimeMs)
+			headers[i].MaxTimestampMs = appendTimeMs
+			headers[i].Attributes = int16(binary.BigEndian.Uint16(batch[record.AttributesPosition:]))
+		}
 		record.SetBaseOffset(batch, next)
 		record.SetPartitionLeaderEpoch(batch, r.state.LeaderEpoch)
 		headers[i].BaseOffset = next
@@ -247,13 +264,13 @@ func (r *Replica) answerLeaderAcks() {
 	for _, waiting := range r.leader.waiting {
 		switch {
 		case waiting.acks == AcksLeader && r.countableEnd() >= waiting.nextOffset:
-			r.answerProduce(waiting.id, 0, waiting.baseOffset)
+			r.answerProduced(waiting, 0)
 		case waiting.acks == AcksAll && r.highWatermark >= waiting.nextOffset:
 			code := int16(0)
 			if len(r.state.ISR) < r.config.MinInsyncReplicas {
 				code = kerr.NotEnoughReplicasAfterAppend.Code
 			}
-			r.answerProduce(waiting.id, code, waiting.baseOffset)
+			r.answerProduced(waiting, code)
 		default:
 			kept = append(kept, waiting)
 		}
@@ -272,6 +289,15 @@ func (r *Replica) expireProduces() {
 		kept = append(kept, waiting)
 	}
 	r.leader.waiting = kept
+}
+
+// answerProduced answers a produce whose batches were appended, with the
+// time they were stamped with on a LogAppendTime topic.
+func (r *Replica) answerProduced(waiting pendingProduce, code int16) {
+	r.answerProduce(waiting.id, code, waiting.baseOffset)
+	if answer := r.ready.Answers[len(r.ready.Answers)-1].Produce; waiting.logAppendTimeMs >= 0 {
+		answer.LogAppendTime, answer.LogAppendTimeMs = true, waiting.logAppendTimeMs
+	}
 }
 
 func (r *Replica) answerProduce(id uint64, code int16, base record.Offset) {

@@ -75,6 +75,11 @@ type Ready struct {
 	// HighWatermark, when set, is the new high watermark to record in the
 	// log (commitlog SetHighWatermark), AFTER the storage operations above.
 	HighWatermark *record.Offset
+	// LogStartOffset, when set, is the new log start offset (commitlog
+	// AdvanceLogStartOffset), moved AFTER the high watermark above: it never
+	// passes the high watermark (rule log-start-below-high-watermark), and
+	// the log deletes the segments wholly below it.
+	LogStartOffset *record.Offset
 	// Messages go to other brokers AFTER the storage operations above: a
 	// fetch request's offset describes the log after them.
 	Messages []Message
@@ -93,7 +98,7 @@ type Ready struct {
 // Empty reports whether the Ready holds no work.
 func (r Ready) Empty() bool {
 	return len(r.Log) == 0 && !r.Sync && !r.RebuildProducerState &&
-		r.HighWatermark == nil && len(r.Messages) == 0 && len(r.Answers) == 0 && len(r.Proposals) == 0 && len(r.Violations) == 0
+		r.HighWatermark == nil && r.LogStartOffset == nil && len(r.Messages) == 0 && len(r.Answers) == 0 && len(r.Proposals) == 0 && len(r.Violations) == 0
 }
 
 // String describes the Ready for traces and tests.
@@ -110,6 +115,9 @@ func (r Ready) String() string {
 	}
 	if r.HighWatermark != nil {
 		parts = append(parts, fmt.Sprintf("high watermark %d", *r.HighWatermark))
+	}
+	if r.LogStartOffset != nil {
+		parts = append(parts, fmt.Sprintf("log start %d", *r.LogStartOffset))
 	}
 	parts = append(parts, fmt.Sprintf("%d messages, %d answers, %d proposals", len(r.Messages), len(r.Answers), len(r.Proposals)))
 	return strings.Join(parts, "; ")

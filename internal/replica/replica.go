@@ -70,6 +70,11 @@ type Config struct {
 	MaxDecompressedBatchBytes int
 	// MaxPendingProduces bounds the acks=all requests waiting for the ISR.
 	MaxPendingProduces int
+	// LogAppendTime is message.timestamp.type=LogAppendTime: the leader
+	// stamps each produced batch with the produce's AppendTimeMs
+	// (record.SetLogAppendTime). False is CreateTime, Kafka's default: the
+	// producer's timestamps are kept.
+	LogAppendTime bool
 	// Rules is the zero value (every rule on) except in the simulator and
 	// the scenarios.
 	Rules rules.Rules

@@ -269,17 +269,28 @@ func TestListOffsets(t *testing.T) {
 		timestamp int64
 		replica   metadata.BrokerID
 		want      record.Offset
+		epoch     record.LeaderEpoch
 		code      int16
+		// lookUpTo, when not -1, says the answer is a lookup by
+		// timestamp bounded there.
+		lookUpTo record.Offset
 	}{
-		{EarliestTimestamp, ConsumerReplicaID, 0, 0},
-		{LatestTimestamp, ConsumerReplicaID, 10, 0},
-		{LatestTimestamp, 2, 10, 0},
-		{12345, ConsumerReplicaID, -1, kerr.InvalidRequest.Code},
+		{EarliestTimestamp, ConsumerReplicaID, 0, 5, 0, -1},
+		{EarliestLocalTimestamp, ConsumerReplicaID, 0, 5, 0, -1},
+		{LatestTieredTimestamp, ConsumerReplicaID, -1, record.NoLeaderEpoch, 0, -1},
+		{LatestTimestamp, ConsumerReplicaID, 10, 5, 0, -1},
+		{LatestTimestamp, 2, 10, 5, 0, -1},
+		{12345, ConsumerReplicaID, -1, 5, 0, 10},
+		{0, ConsumerReplicaID, -1, 5, 0, 10},
+		{MaxTimestamp, 2, -1, 5, 0, 10},
+		{-6, ConsumerReplicaID, -1, 5, kerr.InvalidRequest.Code, -1},
 	} {
 		r.HandleListOffsets(ListOffsetsRequest{ReplicaID: c.replica, CurrentLeaderEpoch: 5, Timestamp: c.timestamp})
 		answer := r.Ready().Answers[0].ListOffsets
-		if answer.Offset != c.want || answer.ErrorCode != c.code {
-			t.Errorf("list offsets at %d: %+v, want offset %d code %d", c.timestamp, answer, c.want, c.code)
+		lookup := c.lookUpTo >= 0
+		if answer.Offset != c.want || answer.ErrorCode != c.code || answer.LeaderEpoch != c.epoch || answer.Lookup != lookup ||
+			lookup && (answer.LookupUpTo != c.lookUpTo || answer.LookupTimestamp != c.timestamp) {
+			t.Errorf("list offsets at %d: %+v, want offset %d epoch %d code %d lookup up to %d", c.timestamp, answer, c.want, c.epoch, c.code, c.lookUpTo)
 		}
 	}
 }

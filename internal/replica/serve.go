@@ -188,38 +188,60 @@ func (r *Replica) maybeExpandISR(id metadata.BrokerID, progress *followerProgres
 	r.maybeAdvanceHighWatermark()
 }
 
-// HandleListOffsets answers the latest or earliest offset. A consumer's
-// latest offset is the high watermark; a follower's or a debugging tool's
-// is the log end offset, since they are bound by no isolation level, as in
-// Kafka. A debugging tool (DebugReplicaID) is answered by a follower too,
-// with the follower's own offsets, as Kafka answers DEBUGGING_REPLICA_ID
-// from any replica: how far each replica has the log.
+// HandleListOffsets answers the latest or earliest offset, or hands out a
+// lookup by timestamp. A consumer's latest offset is the high watermark; a
+// follower's or a debugging tool's is the log end offset, since they are
+// bound by no isolation level, as in Kafka. A debugging tool
+// (DebugReplicaID) is answered by a follower too, with the follower's own
+// offsets, as Kafka answers DEBUGGING_REPLICA_ID from any replica: how far
+// each replica has the log. The earliest local offset (-4) is the log start
+// offset and the latest tiered one (-5) offset -1 with epoch -1: tide has
+// no tiered storage. A timestamp at or above zero, or MaxTimestamp (-3),
+// is a lookup in the log up to the same bound as the latest offset
+// (ListOffsetsAnswer.Lookup), which the caller carries out.
 func (r *Replica) HandleListOffsets(request ListOffsetsRequest) {
-	answer := ListOffsetsAnswer{ID: request.ID, Offset: -1, LeaderEpoch: r.state.LeaderEpoch}
+	answer := ListOffsetsAnswer{ID: request.ID, Offset: -1, LeaderEpoch: r.state.LeaderEpoch, TimestampMs: -1}
 	debugFollower := request.ReplicaID == DebugReplicaID && r.role == Follower
 	switch {
 	case r.checkLeaderEpoch(request.CurrentLeaderEpoch) != 0:
 		answer.ErrorCode = r.checkLeaderEpoch(request.CurrentLeaderEpoch)
 	case r.role != Leader && !debugFollower:
 		answer.ErrorCode = kerr.NotLeaderForPartition.Code
-	case request.Timestamp == EarliestTimestamp:
+	case request.Timestamp == EarliestTimestamp || request.Timestamp == EarliestLocalTimestamp:
 		answer.Offset = r.log.start
-	case request.Timestamp == LatestTimestamp && request.ReplicaID != ConsumerReplicaID:
-		answer.Offset = r.log.end
-	case request.Timestamp == LatestTimestamp:
-		highWatermark, servable := r.servableHighWatermark()
-		if !servable {
-			answer.ErrorCode = kerr.OffsetNotAvailable.Code
-			break
-		}
-		r.highestServedHighWatermark = max(r.highestServedHighWatermark, highWatermark)
-		answer.Offset = highWatermark
-	default:
-		// Lookups by timestamp need a time index, which the log does not
-		// keep yet.
+	case request.Timestamp == LatestTieredTimestamp:
+		answer.LeaderEpoch = record.NoLeaderEpoch
+	case request.Timestamp < MaxTimestamp:
 		answer.ErrorCode = kerr.InvalidRequest.Code
+	default:
+		upTo, code := r.listOffsetsLimit(request)
+		switch {
+		case code != 0:
+			answer.ErrorCode = code
+		case request.Timestamp == LatestTimestamp:
+			answer.Offset = upTo
+		default:
+			answer.Lookup, answer.LookupTimestamp, answer.LookupUpTo = true, request.Timestamp, upTo
+		}
 	}
 	r.ready.Answers = append(r.ready.Answers, Answer{ListOffsets: &answer})
+}
+
+// listOffsetsLimit is the last fetchable offset for a ListOffsets: the log
+// end offset for a follower or a debugging tool, the high watermark for a
+// consumer, which it must not see go backwards (OFFSET_NOT_AVAILABLE while
+// a new leader's high watermark has not reached its epoch's start,
+// KIP-207).
+func (r *Replica) listOffsetsLimit(request ListOffsetsRequest) (record.Offset, int16) {
+	if request.ReplicaID != ConsumerReplicaID {
+		return r.log.end, 0
+	}
+	highWatermark, servable := r.servableHighWatermark()
+	if !servable {
+		return 0, kerr.OffsetNotAvailable.Code
+	}
+	r.highestServedHighWatermark = max(r.highestServedHighWatermark, highWatermark)
+	return highWatermark, 0
 }
 
 // HandleOffsetsForLeaderEpoch answers where an epoch ended in the leader's

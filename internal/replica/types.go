@@ -15,10 +15,20 @@ const (
 	AcksAll    int16 = -1
 )
 
-// ListOffsets timestamps with a special meaning.
+// ListOffsets timestamps with a special meaning; any other negative one
+// is refused with UNSUPPORTED_VERSION, as Kafka does for an unknown one.
 const (
 	LatestTimestamp   int64 = -1
 	EarliestTimestamp int64 = -2
+	// MaxTimestamp (v7+, KIP-734) asks for the record with the largest
+	// timestamp.
+	MaxTimestamp int64 = -3
+	// EarliestLocalTimestamp (v8+, KIP-405) asks for the local log start
+	// offset: without tiered storage, the log start offset.
+	EarliestLocalTimestamp int64 = -4
+	// LatestTieredTimestamp (v9+, KIP-1005) asks for the highest offset in
+	// remote storage: without tiered storage, offset -1 and epoch -1.
+	LatestTieredTimestamp int64 = -5
 )
 
 // ConsumerReplicaID is the replica id of fetches from consumers (and of any
@@ -46,6 +56,10 @@ type ProduceRequest struct {
 	Acks int16
 	// TimeoutTicks bounds how long an AcksAll request waits for the ISR.
 	TimeoutTicks int64
+	// AppendTimeMs is the broker's time when it took the request, in
+	// milliseconds since the Unix epoch: what a LogAppendTime topic stamps
+	// its batches with (Config.LogAppendTime). The replica reads no clock.
+	AppendTimeMs int64
 }
 
 // ProduceAnswer answers a ProduceRequest.
@@ -54,6 +68,10 @@ type ProduceAnswer struct {
 	ErrorCode      int16
 	BaseOffset     record.Offset
 	LogStartOffset record.Offset
+	// LogAppendTime says the batches were stamped with LogAppendTimeMs
+	// (a LogAppendTime topic); Produce answers it, -1 otherwise.
+	LogAppendTime   bool
+	LogAppendTimeMs int64
 	// ErrorMessage and RecordErrors say which records made the batch fail,
 	// for Produce v8+ (KIP-467). As in Kafka they are set only when
 	// particular records are at fault (a malformed record, a missing one,
@@ -149,12 +167,22 @@ type ListOffsetsRequest struct {
 	Timestamp          int64
 }
 
-// ListOffsetsAnswer answers it.
+// ListOffsetsAnswer answers it. An answer to a lookup by timestamp
+// (timestamp >= 0, or MaxTimestamp) leaves the search of the log to whoever
+// carries out the Ready, as a fetch leaves its read: LookupTimestamp says
+// what to search for, and a record found at or above LookupUpTo (the
+// fetchable limit) is not answered. That caller fills in Offset,
+// TimestampMs and LeaderEpoch (the epoch of the record found).
 type ListOffsetsAnswer struct {
 	ID          uint64
 	ErrorCode   int16
 	Offset      record.Offset
 	LeaderEpoch record.LeaderEpoch
+	TimestampMs int64
+	Lookup      bool
+	// LookupTimestamp is the timestamp to search for, or MaxTimestamp.
+	LookupTimestamp int64
+	LookupUpTo      record.Offset
 }
 
 // ISRMember is a proposed ISR member with the broker epoch its last fetch
@@ -214,4 +242,5 @@ type Answer struct {
 	Fetch                 *FetchResponse
 	OffsetsForLeaderEpoch *OffsetsForLeaderEpochAnswer
 	ListOffsets           *ListOffsetsAnswer
+	DeleteRecords         *DeleteRecordsAnswer
 }

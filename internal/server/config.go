@@ -116,6 +116,21 @@ type Config struct {
 	// with INVALID_RECORD once past it); zero means
 	// record.DefaultMaxDecompressedBatchBytes.
 	MaxDecompressedBatchBytes int
+	// RetentionMs, RetentionBytes and SegmentMs are the broker's
+	// log.retention.ms, log.retention.bytes and log.roll.ms for every
+	// topic (broker.Config; zero: Kafka's seven days, no limit, seven
+	// days), RetentionCheckInterval log.retention.check.interval.ms (zero:
+	// five minutes).
+	RetentionMs            int64
+	RetentionBytes         int64
+	SegmentMs              int64
+	RetentionCheckInterval time.Duration
+	// SegmentBytes is log.segment.bytes (zero: 64 MiB); at least
+	// message.max.bytes, 1 MiB, since a segment holds any batch.
+	SegmentBytes int64
+	// LogAppendTime is log.message.timestamp.type=LogAppendTime for every
+	// topic; false is CreateTime.
+	LogAppendTime bool
 	// KafkaMaxRequestBytes (socket.request.max.bytes), KafkaMaxFetchBytes
 	// (fetch.max.bytes), KafkaMaxTopicsPerRequest and
 	// KafkaMaxPartitionsPerRequest are wire's limits (wire.Config).

@@ -47,8 +47,8 @@ func (s *Server) openLifecycle(endpoint string) error {
 	s.lifecycle = lifecycle
 	s.frontend, err = frontend.New(frontend.Config{ID: c.ID, ClusterID: clusterID(c.Controllers), Advertised: endpoint,
 		KafkaListeners: c.KafkaListeners, DefaultPartitions: c.DefaultPartitions, DefaultReplicationFactor: c.DefaultReplicationFactor,
-		SegmentBytes: segmentBytes, MaxBatchBytes: maxBatchBytes, Wire: s.kafka.wire, Fetcher: c.fetcherConfig(),
-		MaxWaitingFetches: c.KafkaMaxWaitingFetches}, lifecycle)
+		SegmentBytes: c.segmentBytes(), MaxBatchBytes: maxBatchBytes, Wire: s.kafka.wire, Fetcher: c.fetcherConfig(),
+		MaxWaitingFetches: c.KafkaMaxWaitingFetches, RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes}, lifecycle)
 	return err
 }
 
@@ -64,11 +64,20 @@ func clusterID(controllers map[metadata.BrokerID]string) string {
 }
 
 // The partition logs' sizes, which DescribeConfigs reports as
-// log.segment.bytes and message.max.bytes.
+// log.segment.bytes (the default; Config.SegmentBytes) and
+// message.max.bytes.
 const (
 	segmentBytes  = 64 << 20
 	maxBatchBytes = 1 << 20
 )
+
+// segmentBytes is log.segment.bytes: Config.SegmentBytes, or 64 MiB.
+func (c Config) segmentBytes() int64 {
+	if c.SegmentBytes > 0 {
+		return c.SegmentBytes
+	}
+	return segmentBytes
+}
 
 // newNode starts the broker once its incarnation is registered.
 func (s *Server) newNode(epoch metadata.BrokerEpoch) *broker.Node {
@@ -79,7 +88,7 @@ func (s *Server) newNode(epoch metadata.BrokerEpoch) *broker.Node {
 	c := s.config
 	return broker.New(broker.Config{
 		ID: c.ID, FS: s.fs, Dir: path.Join(c.DataDir, "partitions"), FlushAlways: true,
-		SegmentBytes: segmentBytes, MaxBatchBytes: maxBatchBytes,
+		SegmentBytes: c.segmentBytes(), MaxBatchBytes: maxBatchBytes,
 		// A follower backs off 100 ms after an error, and gives a fetch up
 		// well past the leader's long poll (replicaFetchMaxWait); the
 		// fetcher fails requests on a broken connection before that.
@@ -87,6 +96,8 @@ func (s *Server) newNode(epoch metadata.BrokerEpoch) *broker.Node {
 		FetchTimeoutTicks:  c.ticks(replicaFetchMaxWait + 2*replicaRequestTimeout),
 		ProposalRetryTicks: c.ticks(5 * time.Second), MaxPendingProduces: 10000,
 		ZeroCopyReads: !c.CopyFetches, MaxDecompressedBatchBytes: c.MaxDecompressedBatchBytes,
+		RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes, SegmentMs: c.SegmentMs, LogAppendTime: c.LogAppendTime,
+		RetentionCheckIntervalMs: c.RetentionCheckInterval.Milliseconds(),
 	}, epoch)
 }
 

@@ -485,10 +485,11 @@ func saramaWaitForTopic(t *testing.T, client sarama.Client, topic string, exists
 // checkSaramaUnsupported calls what tide does not serve yet
 // (docs/compatibility.md): each must fail at once with an error sarama
 // understands, never hang or lose the connection. Consumer groups,
-// CreatePartitions, DeleteRecords and AlterConfigs are not in ApiVersions, so sarama
+// CreatePartitions and AlterConfigs are not in ApiVersions, so sarama
 // refuses them itself (ErrUnsupportedVersion) without sending a request
-// tide would close the connection for; ListOffsets by timestamp is
-// INVALID_REQUEST, since the log keeps no time index.
+// tide would close the connection for. Then what tide serves since issue
+// 13: ListOffsets by timestamp (GetOffset), and ClusterAdmin.DeleteRecords,
+// which moves partition 0's log start offset to 1.
 func checkSaramaUnsupported(t *testing.T, client sarama.Client, topic string) {
 	t.Helper()
 	coordinator, err := client.Coordinator("sarama-group")
@@ -505,19 +506,28 @@ func checkSaramaUnsupported(t *testing.T, client sarama.Client, topic string) {
 	if err := admin.CreatePartitions(topic, 5, nil, false); !errors.Is(err, sarama.ErrUnsupportedVersion) {
 		t.Fatalf("CreatePartitions: %v, want sarama.ErrUnsupportedVersion", err)
 	}
-	if err := admin.DeleteRecords(topic, map[int32]int64{0: 1}); !errors.Is(err, sarama.ErrUnsupportedVersion) {
-		t.Fatalf("DeleteRecords: %v, want sarama.ErrUnsupportedVersion", err)
-	}
 	retention := "1000"
 	err = admin.AlterConfig(sarama.TopicResource, topic, map[string]*string{"retention.ms": &retention}, false)
 	if !errors.Is(err, sarama.ErrUnsupportedVersion) {
 		t.Fatalf("AlterConfig: %v, want sarama.ErrUnsupportedVersion", err)
 	}
-	if _, err := client.GetOffset(topic, 0, time.Now().UnixMilli()); !errors.Is(err, sarama.ErrInvalidRequest) {
-		t.Fatalf("GetOffset by timestamp: %v, want sarama.ErrInvalidRequest", err)
-	}
 	if offset, err := client.GetOffset(topic, 0, sarama.OffsetOldest); err != nil || offset != 0 {
 		t.Fatalf("GetOffset after the unsupported calls: %d, %v", offset, err)
+	}
+	// saramaMessage's timestamps start at 1_700_000_000_000 and grow by a
+	// millisecond a record: the first at or after that is offset 0, and
+	// none is a thousand seconds later.
+	if offset, err := client.GetOffset(topic, 0, 1_700_000_000_000); err != nil || offset != 0 {
+		t.Fatalf("GetOffset at the first timestamp: %d, %v; want 0", offset, err)
+	}
+	if offset, err := client.GetOffset(topic, 0, 1_700_001_000_000); err != nil || offset != -1 {
+		t.Fatalf("GetOffset after the last timestamp: %d, %v; want -1", offset, err)
+	}
+	if err := admin.DeleteRecords(topic, map[int32]int64{0: 1}); err != nil {
+		t.Fatalf("ClusterAdmin.DeleteRecords: %v", err)
+	}
+	if offset, err := client.GetOffset(topic, 0, sarama.OffsetOldest); err != nil || offset != 1 {
+		t.Fatalf("GetOffset(oldest) after DeleteRecords to 1: %d, %v", offset, err)
 	}
 }
 

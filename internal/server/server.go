@@ -308,6 +308,7 @@ func (s *Server) tick() {
 		s.quorum.Tick()
 	}
 	s.frontend.SetControllerHint(s.controllerHint())
+	s.frontend.SetClock(time.Now().UnixMilli())
 	s.frontend.Tick()
 	if node := s.lifecycle.Node(); node != nil {
 		// The log cleaner's pass, if one is due, on the wall clock.

@@ -20,8 +20,11 @@ const adminRate = 0.01
 
 // adminStep maybe sends one admin request to a random broker: Metadata,
 // DescribeConfigs of a broker or a topic, DescribeCluster, or a scratch
-// topic's CreateTopics or DeleteTopics. Answers are read (they must
-// decode) and otherwise dropped: they decide nothing the checker follows.
+// topic's CreateTopics, DeleteRecords or DeleteTopics (DeleteRecords only
+// on scratch topics, where nothing is produced: the checker holds every
+// acknowledged record of the workload topic to stay readable). Answers are
+// read (they must decode) and otherwise dropped: they decide nothing the
+// checker follows.
 // Each scratch topic has a new name, since a deleted topic's partition
 // directories stay behind (topic ids are not yet kept).
 func (w *world) adminStep() {
@@ -51,9 +54,19 @@ func (w *world) adminStep() {
 		describe.Resources = append(describe.Resources, resource)
 		request = describe
 	case 2:
-		cluster := kmsg.NewPtrDescribeClusterRequest()
-		cluster.Version = int16(w.random.IntN(2))
-		request = cluster
+		// One draw picks DescribeCluster v0-v1 or DeleteRecords v0-v1 of
+		// the newest scratch topic: two requests answered by the broker
+		// alone, one message each way, so that adding DeleteRecords left
+		// every other draw of every seed where it was (the legacy-rule
+		// searches find their seeds where they did).
+		choice := int16(w.random.IntN(4))
+		if choice < 2 {
+			cluster := kmsg.NewPtrDescribeClusterRequest()
+			cluster.Version = choice
+			request = cluster
+			break
+		}
+		request = deleteRecordsRequest(fmt.Sprintf("scratch-%d", w.admin.scratch), choice-2)
 	case 3:
 		w.admin.scratch++
 		create := kmsg.NewPtrCreateTopicsRequest()
@@ -83,3 +96,19 @@ func (w *world) adminStep() {
 // APIRequests counts, by API key, the Kafka requests brokers' front ends
 // took in a run: what the simulator exercised of the protocol.
 func (s Stats) APIRequests() map[int16]int { return s.apiRequests }
+
+// deleteRecordsRequest asks to delete a scratch topic's records up to its
+// high watermark (offset -1): nothing is produced there, so it moves
+// nothing (and changes no state a later draw could see), but the request
+// runs the whole path to the leader's replica.
+func deleteRecordsRequest(topic string, version int16) kmsg.Request {
+	request := kmsg.NewPtrDeleteRecordsRequest()
+	request.Version, request.TimeoutMillis = version, 5_000
+	requestTopic := kmsg.NewDeleteRecordsRequestTopic()
+	requestTopic.Topic = topic
+	partition := kmsg.NewDeleteRecordsRequestTopicPartition()
+	partition.Partition, partition.Offset = 0, -1
+	requestTopic.Partitions = append(requestTopic.Partitions, partition)
+	request.Topics = append(request.Topics, requestTopic)
+	return request
+}

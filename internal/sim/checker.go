@@ -21,6 +21,10 @@ const (
 	InvariantReplicaViolation   = "replica-invariant"
 	InvariantAckedDuplicated    = "acknowledged-write-duplicated"
 	InvariantProducerIDReused   = "producer-id-reused"
+	// InvariantDeletedUncommitted is invariant 8's retention half: a log
+	// start offset (retention, DeleteRecords, a follower following its
+	// leader) above the replica's high watermark.
+	InvariantDeletedUncommitted = "deleted-uncommitted-records"
 	// InvariantTwoControllers: two controllers decided in one raft term
 	// (Raft's election safety, as the controller depends on it).
 	InvariantTwoControllers = "two-active-controllers-in-one-term"
@@ -265,9 +269,13 @@ type liveLog struct {
 	broker        metadata.BrokerID
 	epochs        string
 	highWatermark record.Offset
-	batches       map[record.Offset]batchID
-	offsets       []record.Offset
-	leader        bool
+	// logStart is the log start offset: batches wholly below it were
+	// deleted (retention, DeleteRecords), which invariants 1 and 5 allow
+	// of committed records (invariant 8).
+	logStart record.Offset
+	batches  map[record.Offset]batchID
+	offsets  []record.Offset
+	leader   bool
 	// start is the log start offset; data the whole log's batches, and
 	// committed those below the high watermark (for compacted partitions).
 	start           record.Offset
@@ -293,16 +301,26 @@ func (c *checker) checkLogs(final bool) {
 		}
 		c.checkAgreement(state.TopicPartition, logs)
 		for _, log := range logs {
+			if log.logStart > log.highWatermark {
+				c.failAt(InvariantDeletedUncommitted, log.highWatermark, log.logStart-1, "%s: b%d's log starts at %d, above its high watermark %d",
+					state.TopicPartition, log.broker, log.logStart, log.highWatermark)
+			}
 			if !log.leader && !final {
 				continue
 			}
 			for _, acked := range c.acked[state.TopicPartition] {
+				if acked.next <= log.logStart {
+					continue // deleted once committed, as retention may
+				}
 				if got, ok := log.batches[acked.base]; !ok || got != acked {
 					c.failAt(InvariantAckedWriteLost, acked.base, acked.next-1, "%s: offsets %d..%d were acknowledged with acks=all, but b%d (%s) %s",
 						state.TopicPartition, acked.base, acked.next-1, log.broker, roleName(log.leader), describeMissing(ok))
 				}
 			}
 			for _, read := range sortedReads(c.read[state.TopicPartition]) {
+				if read.next <= log.logStart {
+					continue
+				}
 				if got, ok := log.batches[read.base]; !ok || got != read {
 					c.failAt(InvariantReadTakenBack, read.base, read.next-1, "%s: offsets %d..%d were read by a consumer, but b%d (%s) %s",
 						state.TopicPartition, read.base, read.next-1, log.broker, roleName(log.leader), describeMissing(ok))
@@ -348,7 +366,7 @@ func (c *checker) liveLogs(state metadata.PartitionState) []liveLog {
 		if !ok {
 			continue
 		}
-		live := liveLog{broker: id, highWatermark: r.HighWatermark(), batches: map[record.Offset]batchID{}, epochs: fmt.Sprint(log.Epochs())}
+		live := liveLog{broker: id, highWatermark: r.HighWatermark(), logStart: log.LogStartOffset(), batches: map[record.Offset]batchID{}, epochs: fmt.Sprint(log.Epochs())}
 		live.leader = r.Role() == replica.Leader && r.State().LeaderEpoch == state.LeaderEpoch && id == state.Leader
 		result, err := log.Read(log.LogStartOffset(), 1<<40, log.LogEndOffset())
 		if err != nil {

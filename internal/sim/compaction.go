@@ -60,10 +60,15 @@ func (s *shape) drawCompaction(random *rand.Rand) {
 	s.maxBatchBytes = min(s.maxBatchBytes, int(c.segmentBytes))
 }
 
-// segmentBytes is the partition logs' segment size.
+// segmentBytes is the partition logs' segment size: small, so that
+// segments roll, retention has whole segments to delete and the cleaner
+// segments to clean.
 func (w *world) segmentBytes() int64 {
-	if w.shape.compaction.on {
+	switch {
+	case w.shape.compaction.on:
 		return w.shape.compaction.segmentBytes
+	case w.shape.segmentBytes > 0:
+		return w.shape.segmentBytes
 	}
 	return 64 << 10
 }

@@ -64,6 +64,14 @@ type shape struct {
 	// maxBatchBytes bounds a batch and a follower's fetch: small, a
 	// follower far behind catches up over many fetches.
 	maxBatchBytes int
+	// retentionMs, retentionBytes and segmentBytes, when set, are the
+	// brokers' retention.ms, retention.bytes and segment.bytes (zero:
+	// Kafka's seven days, no limit, and 64 KiB), with
+	// retention checked every retentionCheckIntervalMs of virtual time.
+	retentionMs              int64
+	retentionBytes           int64
+	segmentBytes             int64
+	retentionCheckIntervalMs int64
 
 	// Probabilities per tick.
 	produceRate     float64

@@ -32,6 +32,12 @@ type ScriptConfig struct {
 	// sync only when the script says, so that it can show what happens to
 	// data acknowledged before it was synced.
 	ManualSync bool
+	// RetentionMs, RetentionBytes and SegmentBytes, when set, are the
+	// brokers' retention.ms, retention.bytes and segment.bytes; retention
+	// is then checked every virtual second.
+	RetentionMs    int64
+	RetentionBytes int64
+	SegmentBytes   int64
 }
 
 // MaxScriptBrokers bounds a script's cluster: the tables stay readable.
@@ -168,6 +174,13 @@ func scriptShape(config ScriptConfig) shape {
 		maxBatchBytes: 16 << 10}
 	if config.ManualSync {
 		s.syncRate = 0
+	}
+	s.retentionMs, s.retentionBytes, s.segmentBytes = config.RetentionMs, config.RetentionBytes, config.SegmentBytes
+	if config.SegmentBytes > 0 {
+		s.maxBatchBytes = int(min(int64(s.maxBatchBytes), config.SegmentBytes))
+	}
+	if config.RetentionMs != 0 || config.RetentionBytes != 0 {
+		s.retentionCheckIntervalMs = 1000
 	}
 	return s
 }

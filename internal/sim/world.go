@@ -196,6 +196,7 @@ func (w *world) newNode(b *brokerProcess, epoch metadata.BrokerEpoch) *broker.No
 	b.node = broker.New(broker.Config{
 		ID: b.id, FS: b.disk, Dir: "data", FlushAlways: w.shape.flushAlways,
 		SegmentBytes: w.segmentBytes(), MaxBatchBytes: w.shape.maxBatchBytes,
+		RetentionMs: w.shape.retentionMs, RetentionBytes: w.shape.retentionBytes, RetentionCheckIntervalMs: w.shape.retentionCheckIntervalMs,
 		ReplicaLagTicks: replicaLagTicks, FetchRetryTicks: fetchRetryTicks, ProposalRetryTicks: proposalRetryTicks,
 		FetchTimeoutTicks:  replicaFetchTimeoutTicks,
 		MaxPendingProduces: 1000, Rules: w.rules, ZeroCopyReads: true,
@@ -242,6 +243,7 @@ func (w *world) stepBroker(b *brokerProcess) {
 		b.node.SyncDirty()
 	}
 	b.fe.SetControllerHint(w.controllerHint(b))
+	b.fe.SetClock(w.now * 10) // a tick is a virtual 10 ms, as producers' timestamps count them
 	b.fe.Tick()
 	w.clean(b)
 	w.maintainFetchers(b)

@@ -34,7 +34,9 @@ import (
 //     what librdkafka needs for zstd (KIP-110); v8+ carries the record
 //     errors and error message of a batch refused for particular records
 //     (KIP-467); v9 is flexible.
-//   - LogAppendTime is -1: the log keeps the producer's CreateTime.
+//   - LogAppendTime is the time the leader stamped the batches with on a
+//     topic with message.timestamp.type=LogAppendTime, and -1 for
+//     CreateTime, where the log keeps the producer's timestamps.
 //   - A partition named more than once is appended to and answered once,
 //     where it was first named, with the records it was last given (Kafka
 //     reads a produce into a map by partition).
@@ -186,6 +188,9 @@ func fillProduceEntry(entry *kmsg.ProduceResponseTopicPartition, answer replica.
 	entry.ErrorCode = answer.ErrorCode
 	if answer.ErrorCode == 0 {
 		entry.BaseOffset, entry.LogStartOffset = int64(answer.BaseOffset), int64(answer.LogStartOffset)
+		if answer.LogAppendTime {
+			entry.LogAppendTime = answer.LogAppendTimeMs
+		}
 		return
 	}
 	if answer.ErrorMessage != "" {

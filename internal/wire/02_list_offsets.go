@@ -6,20 +6,22 @@ import (
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ListOffsets: v1-v7.
+// ListOffsets: v1-v9.
 //
 // The earliest (timestamp -2) or latest (-1) offset of each partition, the
-// consumer's way to resolve auto.offset.reset and kcat's -o beginning/end.
+// consumer's way to resolve auto.offset.reset and kcat's -o beginning/end,
+// or the offset for a timestamp (KIP-79, from the time index, KIP-33).
 //
 //   - v1+ one offset per partition (v0's list of old-style offsets is not
-//     served; KIP-896 dropped it from Kafka 4.0 too). Timestamp is -1 in
-//     every answer: the log keeps no time index yet, and the Backend
-//     answers lookups by timestamp (any timestamp >= 0, and v7's -3,
-//     MAX_TIMESTAMP, KIP-734) with an error code (tide's replica gives
-//     INVALID_REQUEST).
+//     served; KIP-896 dropped it from Kafka 4.0 too), with the timestamp
+//     of the record found by a lookup by timestamp (-1 otherwise). A
+//     timestamp >= 0 answers the first record with a timestamp at or after
+//     it below the high watermark; none is offset -1, timestamp -1 with
+//     no error (Kafka's UNKNOWN_OFFSET: offsetsForTimes gives null).
 //   - v2+ IsolationLevel: with no transactions, latest is the high
 //     watermark for both levels.
 //   - The latest offset is OFFSET_NOT_AVAILABLE while a new leader's high
@@ -28,13 +30,24 @@ import (
 //     client never sees the latest offset go backwards.
 //   - v4+ CurrentLeaderEpoch (KIP-320, fenced like Fetch) and LeaderEpoch
 //     in the answer (KAFKA-7568); v6 is flexible.
+//   - v7+ -3, MAX_TIMESTAMP (KIP-734): the record with the largest
+//     timestamp. v8+ -4, EARLIEST_LOCAL (KIP-405): the log start offset,
+//     tide having no tiered storage. v9+ -5, LATEST_TIERED (KIP-1005):
+//     offset -1, epoch -1. Each asked for below its version is
+//     UNSUPPORTED_VERSION for that partition, as in Kafka.
 //   - ReplicaID: a follower's broker id gets the log end offset as latest;
 //     so does -2 (Kafka's debugging id, replica.DebugReplicaID), which any
 //     replica answers, leader or follower, with its own offsets, as in
 //     Kafka; -1 and any other negative id are read as a consumer's.
-//   - v8+ (tiered storage's -4/-5) is not served.
+//   - v10 (KIP-1075's TimeoutMs for remote lookups) is not served.
 
-func init() { register(2, 1, 7, (*Handler).handleListOffsets) }
+func init() { register(2, 1, 9, (*Handler).handleListOffsets) }
+
+// listOffsetsTimestampMinVersion is the first version that may ask for
+// each special timestamp (Kafka's isListOffsetsTimestampUnsupported).
+var listOffsetsTimestampMinVersion = map[int64]int16{
+	replica.MaxTimestamp: 7, replica.EarliestLocalTimestamp: 8, replica.LatestTieredTimestamp: 9,
+}
 
 func (h *Handler) handleListOffsets(x *exchange) error {
 	request := x.request.(*kmsg.ListOffsetsRequest)
@@ -65,11 +78,16 @@ func (h *Handler) handleListOffsets(x *exchange) error {
 			*entry = kmsg.NewListOffsetsResponseTopicPartition()
 			entry.Partition = partition.Partition
 			var answer replica.ListOffsetsAnswer
+			entry.Timestamp, entry.Offset, entry.LeaderEpoch = -1, -1, -1
+			if minVersion, special := listOffsetsTimestampMinVersion[partition.Timestamp]; special && request.Version < minVersion {
+				entry.ErrorCode = kerr.UnsupportedVersion.Code
+				continue
+			}
 			deliver := g.expect(func() {
-				entry.ErrorCode, entry.Timestamp = answer.ErrorCode, -1
-				entry.Offset, entry.LeaderEpoch = -1, -1 // an error carries neither, as in Kafka
-				if answer.ErrorCode == 0 {
+				entry.ErrorCode = answer.ErrorCode
+				if answer.ErrorCode == 0 { // an error carries neither, as in Kafka
 					entry.Offset, entry.LeaderEpoch = int64(answer.Offset), int32(answer.LeaderEpoch)
+					entry.Timestamp = answer.TimestampMs
 				}
 			})
 			h.backend.ListOffsets(metadata.TopicPartition{Topic: topic.Topic, Partition: partition.Partition},

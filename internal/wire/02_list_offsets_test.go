@@ -73,3 +73,26 @@ func TestListOffsetsCodesPassThrough(t *testing.T) {
 		}
 	}
 }
+
+// MAX_TIMESTAMP (-3), EARLIEST_LOCAL (-4) and LATEST_TIERED (-5) are
+// UNSUPPORTED_VERSION below the versions that brought them (v7, v8, v9),
+// for that partition only, as Kafka answers them; from those versions on
+// they reach the Backend.
+func TestListOffsetsSpecialTimestampsNeedTheirVersion(t *testing.T) {
+	backend := newFakeBackend()
+	backend.addTopic("orders", 2, 2)
+	h := newTestHandler(t, backend)
+	for _, c := range []struct {
+		timestamp  int64
+		minVersion int16
+	}{{replica.MaxTimestamp, 7}, {replica.EarliestLocalTimestamp, 8}, {replica.LatestTieredTimestamp, 9}} {
+		for _, version := range []int16{c.minVersion - 1, c.minVersion} {
+			response := roundTrip(t, h, listOffsetsRequest(version, -1, c.timestamp, replica.EarliestTimestamp)).(*kmsg.ListOffsetsResponse)
+			got := response.Topics[0].Partitions
+			refused := got[0].ErrorCode == kerr.UnsupportedVersion.Code
+			if refused != (version < c.minVersion) || got[0].Offset != -1 || got[1].ErrorCode != 0 {
+				t.Errorf("v%d timestamp %d: %+v, then earliest %+v", version, c.timestamp, got[0], got[1])
+			}
+		}
+	}
+}

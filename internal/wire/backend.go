@@ -56,6 +56,9 @@ type Backend interface {
 	// timestamp. OFFSET_NOT_AVAILABLE, the answer of a new leader whose high
 	// watermark has not reached its epoch (KIP-207), passes through.
 	ListOffsets(partition metadata.TopicPartition, request replica.ListOffsetsRequest, done func(replica.ListOffsetsAnswer))
+	// DeleteRecords moves the partition's log start offset, on its leader
+	// (API 21, KIP-107), and answers its new low watermark.
+	DeleteRecords(partition metadata.TopicPartition, request replica.DeleteRecordsRequest, done func(replica.DeleteRecordsAnswer))
 	// OffsetsForLeaderEpoch answers where an epoch ended in the leader's
 	// log (KIP-101, KIP-279, KIP-320).
 	OffsetsForLeaderEpoch(partition metadata.TopicPartition, request replica.OffsetsForLeaderEpochRequest,

@@ -31,6 +31,9 @@ func (emptyBroker) Fetch(r wire.FetchRequest, done func([]replica.FetchResponse)
 func (emptyBroker) ListOffsets(_ metadata.TopicPartition, r replica.ListOffsetsRequest, done func(replica.ListOffsetsAnswer)) {
 	done(replica.ListOffsetsAnswer{ID: r.ID, ErrorCode: 3})
 }
+func (emptyBroker) DeleteRecords(_ metadata.TopicPartition, r replica.DeleteRecordsRequest, done func(replica.DeleteRecordsAnswer)) {
+	done(replica.DeleteRecordsAnswer{ID: r.ID, ErrorCode: 3, LowWatermark: -1})
+}
 func (emptyBroker) OffsetsForLeaderEpoch(_ metadata.TopicPartition, r replica.OffsetsForLeaderEpochRequest,
 	done func(replica.OffsetsForLeaderEpochAnswer)) {
 	done(replica.OffsetsForLeaderEpochAnswer{ID: r.ID, ErrorCode: 3})
@@ -75,5 +78,5 @@ func ExampleHandler_Handle() {
 		}
 		fmt.Println("correlation id", binary.BigEndian.Uint32(response), "error", decoded.ErrorCode, "keys", len(decoded.ApiKeys))
 	})
-	// Output: correlation id 42 error 0 keys 12
+	// Output: correlation id 42 error 0 keys 13
 }

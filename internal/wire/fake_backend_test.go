@@ -332,7 +332,7 @@ func (f *fakeBackend) tick() {
 }
 
 func (f *fakeBackend) ListOffsets(tp metadata.TopicPartition, request replica.ListOffsetsRequest, done func(replica.ListOffsetsAnswer)) {
-	answer := replica.ListOffsetsAnswer{ID: request.ID, Offset: -1, LeaderEpoch: record.NoLeaderEpoch}
+	answer := replica.ListOffsetsAnswer{ID: request.ID, Offset: -1, LeaderEpoch: record.NoLeaderEpoch, TimestampMs: -1}
 	p, ok := f.partition(tp)
 	switch {
 	case !ok:
@@ -347,6 +347,24 @@ func (f *fakeBackend) ListOffsets(tp metadata.TopicPartition, request replica.Li
 		answer.Offset, answer.LeaderEpoch = p.end, p.state.LeaderEpoch
 	default:
 		answer.ErrorCode = kerr.InvalidRequest.Code
+	}
+	done(answer)
+}
+
+func (f *fakeBackend) DeleteRecords(tp metadata.TopicPartition, request replica.DeleteRecordsRequest, done func(replica.DeleteRecordsAnswer)) {
+	answer := replica.DeleteRecordsAnswer{ID: request.ID, LowWatermark: -1}
+	p, ok := f.partition(tp)
+	offset := request.Offset
+	if ok && offset == replica.DeleteRecordsHighWatermark {
+		offset = p.end
+	}
+	switch {
+	case !ok:
+		answer.ErrorCode = kerr.UnknownTopicOrPartition.Code
+	case offset < 0 || offset > p.end:
+		answer.ErrorCode = kerr.OffsetOutOfRange.Code
+	default:
+		answer.LowWatermark = offset
 	}
 	done(answer)
 }
