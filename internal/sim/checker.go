@@ -92,7 +92,11 @@ type clientPartition struct {
 	partition metadata.TopicPartition
 }
 
+// leaderKey names a leadership: a topic deleted and created again under
+// its name starts its epochs again, so the topic's id (as the leading
+// broker's image has it) tells the two incarnations apart.
 type leaderKey struct {
+	topicID   metadata.TopicID
 	partition metadata.TopicPartition
 	epoch     record.LeaderEpoch
 }
@@ -255,7 +259,8 @@ func (c *checker) checkOneLeaderPerEpoch() {
 			if r.Role() != replica.Leader {
 				continue
 			}
-			key := leaderKey{tp, r.State().LeaderEpoch}
+			id, _ := b.node.Image().TopicID(tp.Topic)
+			key := leaderKey{id, tp, r.State().LeaderEpoch}
 			if other, ok := c.leaders[key]; ok && other != b.id {
 				c.fail(InvariantTwoLeadersOneEpoch, "%s: b%d and b%d both lead epoch %d", tp, other, b.id, key.epoch)
 			}
