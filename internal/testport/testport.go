@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"sync"
 	"testing"
 )
 
@@ -23,16 +24,36 @@ const (
 	last  = 32767
 )
 
-// Free returns a 127.0.0.1 address whose port was free a moment ago.
+// handedOut are the ports Free already gave in this process: a port is
+// free until the server it was picked for binds it, so without this two
+// picks before either server starts (one cluster's listeners, or tests
+// running in parallel) could get the same one.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// Free returns a 127.0.0.1 address whose port was free a moment ago and
+// that no other call in this process has returned.
 func Free(t testing.TB) string {
 	t.Helper()
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
+	}
 	for range 200 {
-		address := net.JoinHostPort("127.0.0.1", strconv.Itoa(first+rand.IntN(last-first+1)))
+		port := first + rand.IntN(last-first+1)
+		if handedOut.ports[port] {
+			continue
+		}
+		address := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		l, err := net.Listen("tcp", address)
 		if err != nil {
 			continue
 		}
 		l.Close()
+		handedOut.ports[port] = true
 		return address
 	}
 	t.Fatal("testport: no free port below the ephemeral range")
