@@ -4,10 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 
-	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/record"
 )
 
@@ -29,8 +27,7 @@ type indexEntry struct {
 //
 // Invariant: relative offsets and positions strictly increase.
 type offsetIndex struct {
-	file    disk.File
-	entries []indexEntry
+	entryFile[indexEntry]
 }
 
 // lookup returns the position of the last indexed batch whose base offset is
@@ -54,28 +51,14 @@ func (x *offsetIndex) append(entry indexEntry) error {
 	var buf [indexEntryBytes]byte
 	binary.BigEndian.PutUint32(buf[0:4], entry.relativeOffset)
 	binary.BigEndian.PutUint32(buf[4:8], entry.position)
-	if _, err := x.file.Write(buf[:]); err != nil {
-		return err
-	}
-	x.entries = append(x.entries, entry)
-	return nil
+	return x.write(entry, buf[:])
 }
 
 // truncateToPosition drops the entries at or after position, the start of
 // the first batch a segment truncation removes.
 func (x *offsetIndex) truncateToPosition(position int64) error {
 	n := sort.Search(len(x.entries), func(i int) bool { return int64(x.entries[i].position) >= position })
-	if n == len(x.entries) {
-		return nil
-	}
-	x.entries = x.entries[:n]
-	return x.file.Truncate(int64(n) * indexEntryBytes)
-}
-
-// reset empties the index, in memory and on disk.
-func (x *offsetIndex) reset() error {
-	x.entries = x.entries[:0]
-	return x.file.Truncate(0)
+	return x.keep(n, indexEntryBytes)
 }
 
 // errIndexInconsistent marks an index file that recovery must rebuild.
@@ -86,19 +69,11 @@ var errIndexInconsistent = errors.New("index inconsistent with its segment")
 // batch header with that base offset. Any disagreement returns an error
 // wrapping errIndexInconsistent, and the caller rebuilds.
 func (x *offsetIndex) load(segment *segment) error {
-	size, err := x.file.Size()
+	data, err := x.readWhole(indexEntryBytes)
 	if err != nil {
 		return err
 	}
-	if size%indexEntryBytes != 0 {
-		return fmt.Errorf("%w: %d bytes is not whole entries", errIndexInconsistent, size)
-	}
-	data := make([]byte, size)
-	if _, err := x.file.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	x.entries = x.entries[:0]
-	for i := int64(0); i < size; i += indexEntryBytes {
+	for i := 0; i < len(data); i += indexEntryBytes {
 		entry := indexEntry{
 			relativeOffset: binary.BigEndian.Uint32(data[i : i+4]),
 			position:       binary.BigEndian.Uint32(data[i+4 : i+8]),

@@ -87,7 +87,7 @@ func createSegment(fs disk.FS, dir string, base record.Offset, nowMs int64) (*se
 	}
 	return &segment{
 		baseOffset: base, nextOffset: base, file: file,
-		index: offsetIndex{file: indexFile}, timeIndex: timeIndex{file: timeIndexFile}, createdAtMs: nowMs,
+		index: offsetIndex{entryFile[indexEntry]{file: indexFile}}, timeIndex: timeIndex{entryFile[timeIndexEntry]{file: timeIndexFile}}, createdAtMs: nowMs,
 		firstTimestampMs: -1, maxTimestampMs: -1, offsetOfMaxTimestamp: -1,
 	}, nil
 }
@@ -127,7 +127,7 @@ func openSegment(fs disk.FS, dir string, base record.Offset, nowMs int64) (*segm
 	}
 	return &segment{
 		baseOffset: base, nextOffset: base, size: size, file: file,
-		index: offsetIndex{file: indexFile}, timeIndex: timeIndex{file: timeIndexFile}, createdAtMs: nowMs,
+		index: offsetIndex{entryFile[indexEntry]{file: indexFile}}, timeIndex: timeIndex{entryFile[timeIndexEntry]{file: timeIndexFile}}, createdAtMs: nowMs,
 		firstTimestampMs: -1, maxTimestampMs: -1, offsetOfMaxTimestamp: -1,
 	}, nil
 }

@@ -2,12 +2,9 @@ package commitlog
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"sort"
 
-	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/record"
 )
 
@@ -36,8 +33,7 @@ type timeIndexEntry struct {
 // Invariant: timestamps strictly increase and relative offsets do not
 // decrease (Kafka's TimeIndex.maybeAppend rule).
 type timeIndex struct {
-	file    disk.File
-	entries []timeIndexEntry
+	entryFile[timeIndexEntry]
 }
 
 // lookup returns the relative offset of the last entry whose timestamp is
@@ -77,28 +73,14 @@ func (x *timeIndex) maybeAppend(entry timeIndexEntry) error {
 	var buf [timeIndexEntryBytes]byte
 	binary.BigEndian.PutUint64(buf[0:8], uint64(entry.timestampMs))
 	binary.BigEndian.PutUint32(buf[8:12], entry.relativeOffset)
-	if _, err := x.file.Write(buf[:]); err != nil {
-		return err
-	}
-	x.entries = append(x.entries, entry)
-	return nil
+	return x.write(entry, buf[:])
 }
 
 // truncateToOffset drops the entries naming a relative offset at or above
 // relative, the first offset a segment truncation removes.
 func (x *timeIndex) truncateToOffset(relative uint32) error {
 	n := sort.Search(len(x.entries), func(i int) bool { return x.entries[i].relativeOffset >= relative })
-	if n == len(x.entries) {
-		return nil
-	}
-	x.entries = x.entries[:n]
-	return x.file.Truncate(int64(n) * timeIndexEntryBytes)
-}
-
-// reset empties the index, in memory and on disk.
-func (x *timeIndex) reset() error {
-	x.entries = x.entries[:0]
-	return x.file.Truncate(0)
+	return x.keep(n, timeIndexEntryBytes)
 }
 
 // load reads the index file of a trusted segment (whose next offset is
@@ -112,23 +94,15 @@ func (x *timeIndex) reset() error {
 // indexes, or lost), returns an error wrapping errIndexInconsistent, and
 // the caller rebuilds.
 func (x *timeIndex) load(segment *segment) error {
-	size, err := x.file.Size()
+	data, err := x.readWhole(timeIndexEntryBytes)
 	if err != nil {
 		return err
 	}
-	if size%timeIndexEntryBytes != 0 {
-		return fmt.Errorf("%w: time index of %d bytes is not whole entries", errIndexInconsistent, size)
-	}
-	if size == 0 && segment.size > 0 {
+	if len(data) == 0 && segment.size > 0 {
 		return fmt.Errorf("%w: no time index for a segment of %d bytes", errIndexInconsistent, segment.size)
 	}
-	data := make([]byte, size)
-	if _, err := x.file.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	x.entries = x.entries[:0]
 	span := segment.nextOffset - segment.baseOffset
-	for i := int64(0); i < size; i += timeIndexEntryBytes {
+	for i := 0; i < len(data); i += timeIndexEntryBytes {
 		entry := timeIndexEntry{
 			timestampMs:    int64(binary.BigEndian.Uint64(data[i : i+8])),
 			relativeOffset: binary.BigEndian.Uint32(data[i+8 : i+12]),
