@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
-	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/record"
 )
 
@@ -28,35 +27,24 @@ import (
 //	roll
 //	    starts a new active segment, as an append to a full one would
 func TestCleanerDatadriven(t *testing.T) {
-	datadriven.Walk(t, "testdata/cleaner", func(t *testing.T, file string) {
-		h := &harness{mem: disk.NewMem(), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-		defer h.close()
-		datadriven.RunTest(t, file, func(t *testing.T, d *datadriven.TestData) string {
-			var out string
-			var err error
-			switch d.Cmd {
-			case "append-keyed":
-				out, err = h.appendKeyed(t, d)
-			case "clean":
-				out, err = h.clean(t, d)
-			case "records":
-				out, err = h.records(t, d)
-			case "roll":
-				h.log.mu.Lock()
-				err = h.log.rollLocked()
-				h.log.mu.Unlock()
-			default:
-				out, err = h.run(t, d)
-			}
-			if err != nil {
-				out += fmt.Sprintf("error: %v\n", err)
-			}
-			for _, op := range h.fs.Take() {
-				out += "  fs: " + op + "\n"
-			}
-			return out
-		})
-	})
+	walkScripts(t, "testdata/cleaner", (*harness).runCleaner)
+}
+
+// runCleaner answers the cleaner scripts' commands, and the log scripts'.
+func (h *harness) runCleaner(t *testing.T, d *datadriven.TestData) (string, error) {
+	switch d.Cmd {
+	case "append-keyed":
+		return h.appendKeyed(t, d)
+	case "clean":
+		return h.clean(t, d)
+	case "records":
+		return h.records(t, d)
+	case "roll":
+		h.log.mu.Lock()
+		defer h.log.mu.Unlock()
+		return "", h.log.rollLocked()
+	}
+	return h.run(t, d)
 }
 
 var codecsByName = map[string]record.Compression{

@@ -39,11 +39,18 @@ import (
 // harness sync after every append, as the broker does with flush=always,
 // and flush=never leaves syncing to the sync command, rolls and close.
 func TestDatadriven(t *testing.T) {
-	datadriven.Walk(t, "testdata/scripts", func(t *testing.T, file string) {
+	walkScripts(t, "testdata/scripts", (*harness).run)
+}
+
+// walkScripts runs every script under dir, each on a fresh harness, with
+// command answering each command; after a command's output come its error,
+// if any, and the filesystem operations it caused.
+func walkScripts(t *testing.T, dir string, command func(*harness, *testing.T, *datadriven.TestData) (string, error)) {
+	datadriven.Walk(t, dir, func(t *testing.T, file string) {
 		h := &harness{mem: disk.NewMem(), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 		defer h.close()
 		datadriven.RunTest(t, file, func(t *testing.T, d *datadriven.TestData) string {
-			out, err := h.run(t, d)
+			out, err := command(h, t, d)
 			if err != nil {
 				out += fmt.Sprintf("error: %v\n", err)
 			}
