@@ -83,6 +83,8 @@ func (img *Image) apply(r Record) (bool, error) {
 		return img.applyPartitionChange(r)
 	case AssignTopicID:
 		return img.applyAssignTopicID(r)
+	case CreatePartitions:
+		return img.applyCreatePartitions(r)
 	case ProducerIDs:
 		// Ids below NextProducerID were handed out; a record that does not
 		// move it forward would hand some out again.

@@ -51,6 +51,7 @@ const (
 	// left to the topic config records.
 	tagCreateTopicID byte = 16
 	tagAssignTopicID byte = 17
+	// tagCreatePartitions (18) is in partitions.go.
 )
 
 // imageEndpointsVersion is the image encoding with each broker's endpoint,
@@ -159,6 +160,8 @@ func AppendRecord(e *codec.Encoder, r Record) {
 		e.Byte(tagPartitionChange)
 		AppendPartitionState(e, PartitionState{TopicPartition: r.TopicPartition, Replicas: r.Replicas, ISR: r.ISR, ELR: r.ELR,
 			Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch, LeaderRecoveryState: r.LeaderRecoveryState})
+	case CreatePartitions:
+		appendCreatePartitions(e, r)
 	case ProducerIDs:
 		appendBrokerEpoch(e, tagProducerIDs, r.BrokerID, r.BrokerEpoch)
 		e.Varint(r.NextProducerID)
@@ -232,6 +235,8 @@ func ReadRecord(d *codec.Decoder) Record {
 		p := ReadPartitionState(d)
 		return PartitionChange{TopicPartition: p.TopicPartition, Leader: p.Leader, ISR: p.ISR, ELR: p.ELR, Replicas: p.Replicas,
 			LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, LeaderRecoveryState: p.LeaderRecoveryState}
+	case tagCreatePartitions:
+		return readCreatePartitions(d)
 	case tagProducerIDs:
 		id, epoch := readBrokerEpoch(d)
 		return ProducerIDs{BrokerID: id, BrokerEpoch: epoch, NextProducerID: d.Varint()}

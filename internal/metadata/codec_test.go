@@ -27,6 +27,11 @@ func sampleRecords() []Record {
 		PartitionChange{TopicPartition: TopicPartition{Topic: "events", Partition: 0}, Leader: NoBroker, ISR: []BrokerID{},
 			ELR: []BrokerID{2}, LeaderEpoch: 5, PartitionEpoch: 8, LeaderRecoveryState: Recovering},
 		ProducerIDs{BrokerID: 2, BrokerEpoch: 7, NextProducerID: 3000},
+		CreatePartitions{Topic: "orders", ID: TopicID{1, 2, 3, 15: 4}, Partitions: []PartitionState{
+			{TopicPartition: TopicPartition{Topic: "orders", Partition: 1}, Replicas: []BrokerID{2}, ISR: []BrokerID{2}, Leader: 2},
+			{TopicPartition: TopicPartition{Topic: "orders", Partition: 2}, Replicas: []BrokerID{1}, ISR: []BrokerID{1}, Leader: 1}}},
+		CreatePartitions{Topic: "legacy", Partitions: []PartitionState{
+			{TopicPartition: TopicPartition{Topic: "legacy", Partition: 3}, Replicas: []BrokerID{1}, ISR: []BrokerID{}, ELR: []BrokerID{}, Leader: NoBroker}}},
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 //	unfence-broker|fence-broker|begin-controlled-shutdown|unregister-broker id=I epoch=E
 //	create-topic name=T partitions=N replicas=(I,...) min-insync=M [unclean]
 //	delete-topic name=T
+//	create-partitions topic=T [id=N] first=F count=C replicas=(I,...) [isr=(I,...)] [leader=I]
 //	partition-change topic=T partition=P leader=I isr=(...) elr=(...) leader-epoch=L partition-epoch=E [replicas=(...)] [recovering]
 func TestDatadriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
@@ -120,6 +121,8 @@ func parseRecord(t *testing.T, line string) Record {
 		return DeleteTopic{Name: name("name")}
 	case "create-topic":
 		return parseCreateTopic(t, args)
+	case "create-partitions":
+		return parseCreatePartitions(t, args)
 	case "assign-topic-id":
 		return AssignTopicID{Name: name("name"), ID: parseTestTopicID(t, name("id"))}
 	case "partition-change":
@@ -161,6 +164,37 @@ func parseCreateTopic(t *testing.T, args recordArgs) CreateTopic {
 		create.Partitions = append(create.Partitions, PartitionState{
 			TopicPartition: TopicPartition{Topic: create.Name, Partition: int32(i)},
 			Replicas:       rotated, ISR: append([]BrokerID{}, rotated...), Leader: rotated[0],
+		})
+	}
+	return create
+}
+
+// parseCreatePartitions gives every new partition the same replicas, ISR
+// (the replicas unless isr= is given) and leader (the first replica unless
+// leader= is given), so a line can show one bad partition state.
+func parseCreatePartitions(t *testing.T, args recordArgs) CreatePartitions {
+	name := strings.Join(args["topic"], "")
+	create := CreatePartitions{Topic: name}
+	if _, ok := args["id"]; ok {
+		create.ID = parseTestTopicID(t, strings.Join(args["id"], ""))
+	}
+	replicas := args.brokers(t, "replicas")
+	isr := replicas
+	if _, ok := args["isr"]; ok {
+		isr = args.brokers(t, "isr")
+	}
+	leader := NoBroker
+	if len(replicas) > 0 {
+		leader = replicas[0]
+	}
+	if _, ok := args["leader"]; ok {
+		leader = BrokerID(args.integer(t, "leader"))
+	}
+	first := int32(args.integer(t, "first"))
+	for i := range int32(args.integer(t, "count")) {
+		create.Partitions = append(create.Partitions, PartitionState{
+			TopicPartition: TopicPartition{Topic: name, Partition: first + i},
+			Replicas:       append([]BrokerID{}, replicas...), ISR: append([]BrokerID{}, isr...), Leader: leader,
 		})
 	}
 	return create
