@@ -24,6 +24,7 @@ import (
 //	unregister id=I
 //	create-topic name=T partitions=N rf=N [min-insync=N] [unclean]
 //	delete-topic name=T
+//	create-partitions name=T count=N [assign=(I:I:..., ...)]  (one colon-separated replica list per new partition)
 //	alter id=I [epoch=E] topic=T partition=P isr=(I, ...) [leader-epoch=L] [partition-epoch=E] [stale-epochs=(I, ...)] [recovered]
 //	elect-preferred partitions=(T-P, ...)
 //	describe
@@ -76,6 +77,23 @@ func runCommand(t *testing.T, c *cluster, d *datadriven.TestData) ([]metadata.Re
 		return records, CodeName(code), err
 	case "unregister":
 		records, code, err := UnregisterBroker(c.image, id)
+		return records, CodeName(code), err
+	case "create-partitions":
+		request := CreatePartitionsRequest{}
+		d.ScanArgs(t, "name", &request.Topic)
+		d.ScanArgs(t, "count", &request.Count)
+		if d.HasArg("assign") {
+			request.Assignments = [][]metadata.BrokerID{}
+		}
+		for _, list := range argValues(d, "assign") {
+			var replicas []metadata.BrokerID
+			for _, text := range strings.Split(list, ":") {
+				replica, _ := strconv.Atoi(text)
+				replicas = append(replicas, metadata.BrokerID(replica))
+			}
+			request.Assignments = append(request.Assignments, replicas)
+		}
+		records, code, err := CreatePartitions(c.image, request)
 		return records, CodeName(code), err
 	case "create-topic", "delete-topic":
 		return runTopicCommand(t, c, d)

@@ -79,16 +79,11 @@ func CreateTopic(img *metadata.Image, request CreateTopicRequest, random io.Read
 		return nil, kerr.InvalidConfig.Code, nil
 	}
 	config.ReplicationFactor = request.ReplicationFactor
-	var available []metadata.BrokerID
-	for _, broker := range img.Brokers() {
-		if img.Active(broker.ID) {
-			available = append(available, broker.ID)
-		}
-	}
+	available := availableBrokers(img)
 	if request.ReplicationFactor > len(available) {
 		return nil, kerr.InvalidReplicationFactor.Code, nil
 	}
-	if request.Assignments != nil && !validAssignments(request, available) {
+	if request.Assignments != nil && !validAssignments(request.Assignments, request.Partitions, request.ReplicationFactor, available) {
 		return nil, kerr.InvalidReplicaAssignment.Code, nil
 	}
 	id, err := metadata.NewTopicID(img, random)
@@ -117,25 +112,6 @@ func CreateTopic(img *metadata.Image, request CreateTopicRequest, random io.Read
 		return nil, 0, err
 	}
 	return d.records, 0, nil
-}
-
-// validAssignments checks explicit assignments: one per partition, each of
-// replication-factor distinct brokers that may host a replica.
-func validAssignments(request CreateTopicRequest, available []metadata.BrokerID) bool {
-	if len(request.Assignments) != request.Partitions {
-		return false
-	}
-	for _, replicas := range request.Assignments {
-		if len(replicas) != request.ReplicationFactor {
-			return false
-		}
-		for i, id := range replicas {
-			if !slices.Contains(available, id) || slices.Contains(replicas[:i], id) {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // placementStart is the broker index where a topic's placement starts: FNV-1a

@@ -29,7 +29,11 @@ func (r CreatePartitions) String() string {
 	if len(r.Partitions) > 0 {
 		first = r.Partitions[0].Partition
 	}
-	return fmt.Sprintf("create-partitions topic=%s first=%d count=%d", r.Topic, first, len(r.Partitions))
+	replicas := make([][]BrokerID, len(r.Partitions))
+	for i, p := range r.Partitions {
+		replicas[i] = p.Replicas
+	}
+	return fmt.Sprintf("create-partitions topic=%s first=%d count=%d replicas=%v", r.Topic, first, len(r.Partitions), replicas)
 }
 
 // tagCreatePartitions is CreatePartitions on disk.
