@@ -303,6 +303,10 @@ func (n *Node) ApplyMetadata(entries []metadata.Entry) error {
 			for _, state := range rec.Partitions {
 				changed[state.TopicPartition] = true
 			}
+		case metadata.CreatePartitions:
+			for _, state := range rec.Partitions {
+				changed[state.TopicPartition] = true
+			}
 		case metadata.PartitionChange:
 			changed[rec.TopicPartition] = true
 		case metadata.DeleteTopic:

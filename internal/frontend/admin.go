@@ -12,8 +12,8 @@ import (
 	"github.com/tidelog/tide/internal/wire"
 )
 
-// Controller requests from Kafka clients (CreateTopics, DeleteTopics,
-// ElectLeaders) are forwarded to the active controller, as a KRaft broker
+// Controller requests from Kafka clients (CreateTopics, CreatePartitions,
+// DeleteTopics, ElectLeaders) are forwarded to the active controller, as a KRaft broker
 // forwards them (KIP-590): locally when this node is it, else over the link
 // to it. Their request ids have the top bit set, apart from the
 // lifecycle's, so the answers find their way back here.
@@ -213,6 +213,43 @@ func (validationTopicIDs) Read(b []byte) (int, error) {
 		b[i] = 0x5a
 	}
 	return len(b), nil
+}
+
+// CreatePartitions forwards one CreatePartitions per topic, each answered
+// once this broker's image has the topic at the new count; ValidateOnly
+// runs the controller's own decision against this broker's image and adds
+// nothing.
+func (b *backend) CreatePartitions(request wire.CreatePartitionsRequest, done func([]int16)) {
+	if request.ValidateOnly {
+		codes := make([]int16, len(request.Topics))
+		for i, grow := range request.Topics {
+			codes[i] = b.validatePartitions(grow)
+		}
+		done(codes)
+		return
+	}
+	requests := make([]quorum.Request, len(request.Topics))
+	visible := make([]func(*metadata.Image) bool, len(request.Topics))
+	for i, grow := range request.Topics {
+		requests[i] = quorum.Request{CreatePartitions: &grow}
+		visible[i] = func(img *metadata.Image) bool {
+			topic, ok := img.Topic(grow.Topic)
+			return ok && len(topic.Partitions) >= grow.Count
+		}
+	}
+	b.forwardEach(requests, visible, request.TimeoutTicks, done)
+}
+
+func (b *backend) validatePartitions(grow controller.CreatePartitionsRequest) int16 {
+	node := b.node()
+	if node == nil {
+		return kerr.NotController.Code // retriable: the broker has no metadata yet
+	}
+	_, code, err := controller.CreatePartitions(node.Image(), grow)
+	if err != nil {
+		return kerr.UnknownServerError.Code
+	}
+	return code
 }
 
 // DeleteTopics forwards one DeleteTopic per topic, named by name or by id;

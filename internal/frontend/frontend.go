@@ -35,6 +35,9 @@ type Config struct {
 	// DescribeConfigs: zero means Kafka's defaults (seven days, no limit).
 	RetentionMs    int64
 	RetentionBytes int64
+	// LogDir is the directory holding the partition logs, as
+	// DescribeLogDirs names it.
+	LogDir string
 	// Wire configures the Kafka protocol handler; Random is the source of
 	// its response markers (wire.Config.Random).
 	Wire wire.Config
@@ -99,6 +102,9 @@ type FrontEnd struct {
 	// lastMiss is when a request last named a topic or partition this
 	// broker's metadata does not have (see metadataMiss).
 	lastMiss int64
+	// volume is the log directory's disk as the runtime last measured it
+	// (SetVolume), UnknownVolume until then.
+	volume Volume
 }
 
 // backend is the FrontEnd seen as wire's Backend: its methods serve the
@@ -119,7 +125,7 @@ func New(config Config, lifecycle *broker.Lifecycle) (*FrontEnd, error) {
 	if err != nil {
 		return nil, err
 	}
-	fe := &FrontEnd{config: config, lifecycle: lifecycle, fetcher: f, controllerHint: metadata.NoBroker, clockMs: -1,
+	fe := &FrontEnd{config: config, lifecycle: lifecycle, fetcher: f, controllerHint: metadata.NoBroker, clockMs: -1, volume: UnknownVolume,
 		pending: map[broker.ClientID]pendingClient{}, calls: map[uint64]*controllerCall{},
 		followerHW: map[followerPartition]record.Offset{}}
 	handler, err := wire.New(config.Wire, (*backend)(fe))

@@ -107,6 +107,10 @@ func (q *Quorum) decide(request Request, answer *Answer) ([]metadata.Record, err
 		records, code, err := controller.CreateTopic(img, *request.CreateTopic, q.config.Random)
 		answer.ErrorCode = code
 		return records, err
+	case request.CreatePartitions != nil:
+		records, code, err := controller.CreatePartitions(img, *request.CreatePartitions)
+		answer.ErrorCode = code
+		return records, err
 	case request.DeleteTopic != nil:
 		records, code, err := controller.DeleteTopic(img, request.DeleteTopic.Name, request.DeleteTopic.ID)
 		answer.ErrorCode = code

@@ -25,6 +25,8 @@ type Request struct {
 	ElectPreferred *ElectPreferredRequest
 	// AllocateProducerIDs asks for a block of producer ids (KIP-730).
 	AllocateProducerIDs *AllocateProducerIDsRequest
+	// CreatePartitions grows a topic (KIP-195).
+	CreatePartitions *controller.CreatePartitionsRequest
 }
 
 // AllocateProducerIDsRequest asks for a block of producer ids for the
@@ -125,6 +127,8 @@ func (r Request) String() string {
 		return fmt.Sprintf("delete-topic %s", r.DeleteTopic.Name)
 	case r.ElectPreferred != nil:
 		return fmt.Sprintf("elect-preferred %v", r.ElectPreferred.Partitions)
+	case r.CreatePartitions != nil:
+		return fmt.Sprintf("create-partitions %s count=%d", r.CreatePartitions.Topic, r.CreatePartitions.Count)
 	case r.AllocateProducerIDs != nil:
 		return fmt.Sprintf("allocate-producer-ids b%d epoch=%d", r.From, r.AllocateProducerIDs.BrokerEpoch)
 	}

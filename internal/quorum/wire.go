@@ -37,6 +37,7 @@ const (
 	// kindDeleteTopicID is a DeleteTopic with a topic id; one by name
 	// alone keeps kindDeleteTopic, as sent before topic ids.
 	kindDeleteTopicID
+	kindCreatePartitions
 )
 
 // EncodeRequest appends a request to dst.
@@ -80,6 +81,9 @@ func EncodeRequest(dst []byte, r Request) []byte {
 	case r.AllocateProducerIDs != nil:
 		e.Byte(kindAllocateProducerIDs)
 		e.Varint(int64(r.AllocateProducerIDs.BrokerEpoch))
+	case r.CreatePartitions != nil:
+		e.Byte(kindCreatePartitions)
+		encodeCreatePartitions(e, r.CreatePartitions)
 	default:
 		e.Byte(0)
 	}
@@ -143,6 +147,8 @@ func DecodeRequest(b []byte) (Request, error) {
 		r.ElectPreferred = &ElectPreferredRequest{Partitions: decodePartitions(d)}
 	case kindAllocateProducerIDs:
 		r.AllocateProducerIDs = &AllocateProducerIDsRequest{BrokerEpoch: metadata.BrokerEpoch(d.Varint())}
+	case kindCreatePartitions:
+		r.CreatePartitions = decodeCreatePartitions(d)
 	default:
 		d.Fail(fmt.Errorf("request kind %d", kind))
 	}
@@ -160,6 +166,39 @@ func decodeAlterPartition(d *codec.Decoder) *controller.AlterPartitionRequest {
 			item.NewISR = append(item.NewISR, controller.BrokerIDAndEpoch{ID: metadata.BrokerID(d.Int32()), Epoch: metadata.BrokerEpoch(d.Varint())})
 		}
 		r.Partitions = append(r.Partitions, item)
+	}
+	return r
+}
+
+// encodeCreatePartitions writes the topic, the new count, and the explicit
+// assignments, a nil list of lists (the controller places the replicas)
+// told apart from an empty one.
+func encodeCreatePartitions(e *codec.Encoder, r *controller.CreatePartitionsRequest) {
+	e.String(r.Topic)
+	e.Varint(int64(r.Count))
+	if r.Assignments == nil {
+		e.Varint(-1)
+		return
+	}
+	e.Varint(int64(len(r.Assignments)))
+	for _, replicas := range r.Assignments {
+		metadata.AppendBrokers(e, replicas)
+	}
+}
+
+func decodeCreatePartitions(d *codec.Decoder) *controller.CreatePartitionsRequest {
+	r := &controller.CreatePartitionsRequest{Topic: d.String(maxWireName), Count: int(d.Int32())}
+	n := d.Varint()
+	switch {
+	case n == -1:
+		return r
+	case n < 0 || n > maxWireItems || n > int64(len(d.B)):
+		d.Fail(fmt.Errorf("%d assignments", n))
+		return r
+	}
+	r.Assignments = make([][]metadata.BrokerID, 0, n)
+	for i := int64(0); i < n && d.Err() == nil; i++ {
+		r.Assignments = append(r.Assignments, metadata.ReadBrokers(d))
 	}
 	return r
 }

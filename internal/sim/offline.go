@@ -63,6 +63,12 @@ func (h *holders) apply(now int64, r metadata.Record) {
 			h.partitions[state.TopicPartition] = p
 			p.change(now, state, r.Config.MinInsyncReplicas)
 		}
+	case metadata.CreatePartitions:
+		for _, state := range r.Partitions {
+			p := &holding{joined: map[metadata.BrokerID]int64{}}
+			h.partitions[state.TopicPartition] = p
+			p.change(now, state, h.minInsyncReplicas[r.Topic])
+		}
 	case metadata.PartitionChange:
 		if p, ok := h.partitions[r.TopicPartition]; ok && r.PartitionEpoch > p.partitionEpoch {
 			p.change(now, metadata.PartitionState{ISR: r.ISR, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch},

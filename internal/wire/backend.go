@@ -71,6 +71,12 @@ type Backend interface {
 	// and answers one error code per topic, in request order. Each request
 	// has its defaults filled in.
 	CreateTopics(request CreateTopicsRequest, done func([]int16))
+	// CreatePartitions grows (or with ValidateOnly only checks) the
+	// topics, and answers one error code per topic, in request order.
+	CreatePartitions(request CreatePartitionsRequest, done func([]int16))
+	// LogDir describes this broker's log directory and every partition it
+	// holds there (DescribeLogDirs); the Handler filters it.
+	LogDir() LogDir
 	// DeleteTopics deletes the topics, each named by name or by id, and
 	// answers one error code per topic, in request order.
 	DeleteTopics(topics []TopicRef, timeoutTicks int64, done func([]int16))
@@ -200,6 +206,42 @@ type InitProducerIDAnswer struct {
 	ErrorCode     int16
 	ProducerID    ProducerID
 	ProducerEpoch ProducerEpoch
+}
+
+// LogDir is one broker's log directory as DescribeLogDirs reports it
+// (KIP-113): tide keeps every partition of a broker under one directory.
+type LogDir struct {
+	// Path is the directory, as the broker was configured with it.
+	Path string
+	// ErrorCode is 0, or KAFKA_STORAGE_ERROR when the directory failed.
+	ErrorCode int16
+	// TotalBytes and UsableBytes are the size of the volume holding it and
+	// the bytes still free there for the broker (KIP-827), or -1 when the
+	// runtime does not know them.
+	TotalBytes  int64
+	UsableBytes int64
+	// Partitions are the partitions whose logs are open there, sorted by
+	// topic and partition.
+	Partitions []LogDirPartition
+}
+
+// LogDirPartition is one partition's log in a LogDir.
+type LogDirPartition struct {
+	metadata.TopicPartition
+	// SizeBytes is the size of the log's segments.
+	SizeBytes int64
+	// OffsetLag is how far the log end is below the high watermark this
+	// replica knows, never negative: Kafka's definition, 0 for a leader.
+	OffsetLag int64
+}
+
+// CreatePartitionsRequest asks to grow topics, in request order.
+type CreatePartitionsRequest struct {
+	Topics       []controller.CreatePartitionsRequest
+	TimeoutTicks int64
+	// ValidateOnly asks for the checks and the answer without adding any
+	// partition.
+	ValidateOnly bool
 }
 
 // CreateTopicsRequest asks for topics, in request order, each with its

@@ -44,6 +44,12 @@ func (emptyBroker) InitProducerID(_ wire.InitProducerIDRequest, done func(wire.I
 func (emptyBroker) CreateTopics(r wire.CreateTopicsRequest, done func([]int16)) {
 	done(make([]int16, len(r.Topics)))
 }
+func (emptyBroker) CreatePartitions(r wire.CreatePartitionsRequest, done func([]int16)) {
+	done(make([]int16, len(r.Topics)))
+}
+func (emptyBroker) LogDir() wire.LogDir {
+	return wire.LogDir{Path: "/data", TotalBytes: -1, UsableBytes: -1}
+}
 func (emptyBroker) TopicByID(metadata.TopicID) (metadata.Topic, bool) { return metadata.Topic{}, false }
 func (emptyBroker) DeleteTopics(names []wire.TopicRef, _ int64, done func([]int16)) {
 	done(make([]int16, len(names)))
@@ -78,5 +84,5 @@ func ExampleHandler_Handle() {
 		}
 		fmt.Println("correlation id", binary.BigEndian.Uint32(response), "error", decoded.ErrorCode, "keys", len(decoded.ApiKeys))
 	})
-	// Output: correlation id 42 error 0 keys 13
+	// Output: correlation id 42 error 0 keys 15
 }

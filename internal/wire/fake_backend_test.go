@@ -41,6 +41,7 @@ type fakeBackend struct {
 	produces     []replica.ProduceRequest
 	fetches      []FetchRequest
 	createTopics []CreateTopicsRequest
+	grows        []CreatePartitionsRequest
 	// nextTopicID numbers the topics' ids.
 	nextTopicID byte
 }
@@ -408,6 +409,47 @@ func (f *fakeBackend) CreateTopics(request CreateTopicsRequest, done func([]int1
 			replicas := []metadata.BrokerID{1, 2}[:topic.ReplicationFactor]
 			f.addTopic(topic.Name, topic.Partitions, 0, replicas...)
 			f.topics[topic.Name].config = topic.Config
+		}
+	}
+	done(codes)
+}
+
+// LogDir describes every partition of the fake, each its records' bytes,
+// led here (no lag), on a 1 MiB volume.
+func (f *fakeBackend) LogDir() LogDir {
+	dir := LogDir{Path: "/fake/data", TotalBytes: 1 << 20, UsableBytes: 1 << 19}
+	for _, name := range f.TopicNames() {
+		for _, p := range f.topics[name].partitions {
+			size := 0
+			for _, batch := range p.batches {
+				size += len(batch)
+			}
+			dir.Partitions = append(dir.Partitions, LogDirPartition{TopicPartition: p.state.TopicPartition, SizeBytes: int64(size)})
+		}
+	}
+	return dir
+}
+
+func (f *fakeBackend) CreatePartitions(request CreatePartitionsRequest, done func([]int16)) {
+	f.grows = append(f.grows, request)
+	codes := make([]int16, len(request.Topics))
+	for i, grow := range request.Topics {
+		topic := f.topics[grow.Topic]
+		switch {
+		case topic == nil:
+			codes[i] = kerr.UnknownTopicOrPartition.Code
+		case grow.Count <= len(topic.partitions) || grow.Count > 100:
+			codes[i] = kerr.InvalidPartitions.Code
+		case grow.Assignments != nil && len(grow.Assignments) != grow.Count-len(topic.partitions):
+			codes[i] = kerr.InvalidReplicaAssignment.Code
+		case !request.ValidateOnly:
+			for p := len(topic.partitions); p < grow.Count; p++ {
+				state := topic.partitions[0].state.Clone()
+				state.Partition = int32(p)
+				partition := &fakePartition{state: state}
+				partition.becomeLeader(state.LeaderEpoch)
+				topic.partitions = append(topic.partitions, partition)
+			}
 		}
 	}
 	done(codes)
