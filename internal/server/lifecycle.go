@@ -48,7 +48,8 @@ func (s *Server) openLifecycle(endpoint string) error {
 	s.frontend, err = frontend.New(frontend.Config{ID: c.ID, ClusterID: clusterID(c.Controllers), Advertised: endpoint,
 		KafkaListeners: c.KafkaListeners, DefaultPartitions: c.DefaultPartitions, DefaultReplicationFactor: c.DefaultReplicationFactor,
 		SegmentBytes: c.segmentBytes(), MaxBatchBytes: maxBatchBytes, Wire: s.kafka.wire, Fetcher: c.fetcherConfig(),
-		MaxWaitingFetches: c.KafkaMaxWaitingFetches, RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes}, lifecycle)
+		MaxWaitingFetches: c.KafkaMaxWaitingFetches, RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes,
+		LogDir: c.partitionsDir()}, lifecycle)
 	return err
 }
 
@@ -87,7 +88,7 @@ func (s *Server) newNode(epoch metadata.BrokerEpoch) *broker.Node {
 	s.log.Info("registered", "broker-epoch", int64(epoch))
 	c := s.config
 	return broker.New(broker.Config{
-		ID: c.ID, FS: s.fs, Dir: path.Join(c.DataDir, "partitions"), FlushAlways: true,
+		ID: c.ID, FS: s.fs, Dir: c.partitionsDir(), FlushAlways: true,
 		SegmentBytes: c.segmentBytes(), MaxBatchBytes: maxBatchBytes,
 		// A follower backs off 100 ms after an error, and gives a fetch up
 		// well past the leader's long poll (replicaFetchMaxWait); the

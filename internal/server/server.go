@@ -52,6 +52,9 @@ type Server struct {
 	// brokerDone closes when the broker's controlled shutdown completed
 	// after ShutdownBroker, while the node goes on serving its controller.
 	brokerDone chan struct{}
+	// volumeMeasuredMs is when the loop last measured the partition
+	// directory's volume (measureVolume).
+	volumeMeasuredMs int64
 	// fatal is the first error of a core (a metadata record that does not
 	// apply): the node stops.
 	fatal error
@@ -308,7 +311,9 @@ func (s *Server) tick() {
 		s.quorum.Tick()
 	}
 	s.frontend.SetControllerHint(s.controllerHint())
-	s.frontend.SetClock(time.Now().UnixMilli())
+	nowMs := time.Now().UnixMilli()
+	s.frontend.SetClock(nowMs)
+	s.measureVolume(nowMs)
 	s.frontend.Tick()
 	if node := s.lifecycle.Node(); node != nil {
 		// The log cleaner's pass, if one is due, on the wall clock.

@@ -18,6 +18,9 @@ type adminState struct {
 	answers map[uint64]quorum.Answer
 	// scratch numbers the admin workload's scratch topics.
 	scratch int
+	// scratchPartitions is the partition count the admin workload last
+	// asked the newest scratch topic to grow to (1 when created).
+	scratchPartitions int
 }
 
 // adminRequest sends a request to the active controller and returns its

@@ -19,8 +19,9 @@ const workloadTopic = "events"
 const adminRate = 0.01
 
 // adminStep maybe sends one admin request to a random broker: Metadata,
-// DescribeConfigs of a broker or a topic, DescribeCluster, or a scratch
-// topic's CreateTopics, DeleteRecords or DeleteTopics (DeleteRecords only
+// DescribeConfigs of a broker or a topic, DescribeCluster,
+// DescribeLogDirs, or a scratch topic's CreateTopics, CreatePartitions,
+// DeleteRecords or DeleteTopics (DeleteRecords only
 // on scratch topics, where nothing is produced: the checker holds every
 // acknowledged record of the workload topic to stay readable). Answers are
 // read (they must decode) and otherwise dropped: they decide nothing the
@@ -54,25 +55,32 @@ func (w *world) adminStep() {
 		describe.Resources = append(describe.Resources, resource)
 		request = describe
 	case 2:
-		// One draw picks DescribeCluster v0-v1 or DeleteRecords v0-v1 of
-		// the newest scratch topic: two requests answered by the broker
-		// alone, one message each way, so that adding DeleteRecords left
-		// every other draw of every seed where it was (the legacy-rule
-		// searches find their seeds where they did).
-		choice := int16(w.random.IntN(4))
-		if choice < 2 {
+		// One draw picks DescribeCluster v0-v1, DeleteRecords v0-v1 of
+		// the newest scratch topic, DescribeLogDirs, or CreatePartitions
+		// of the newest scratch topic: requests of one message each way
+		// (CreatePartitions forwarded once to the controller), with their
+		// versions taken from the tick rather than another draw, so that
+		// adding one leaves every other draw of every seed where it was.
+		choice := int16(w.random.IntN(8))
+		switch {
+		case choice < 2:
 			cluster := kmsg.NewPtrDescribeClusterRequest()
 			cluster.Version = choice
 			request = cluster
-			break
+		case choice < 4:
+			request = deleteRecordsRequest(fmt.Sprintf("scratch-%d", w.admin.scratch), choice-2)
+		case choice < 6:
+			request = describeLogDirsRequest(int16(1+w.now%4), choice == 5)
+		default:
+			request = w.createPartitionsRequest(int16(w.now % 4))
 		}
-		request = deleteRecordsRequest(fmt.Sprintf("scratch-%d", w.admin.scratch), choice-2)
 	case 3:
 		w.admin.scratch++
 		create := kmsg.NewPtrCreateTopicsRequest()
 		create.Version, create.TimeoutMillis = int16(2+w.random.IntN(6)), 5_000
 		topic := kmsg.NewCreateTopicsRequestTopic()
 		topic.Topic, topic.NumPartitions, topic.ReplicationFactor = fmt.Sprintf("scratch-%d", w.admin.scratch), 1, int16(min(2, len(w.brokers)))
+		w.admin.scratchPartitions = 1
 		create.Topics = append(create.Topics, topic)
 		request = create
 	default:
@@ -110,5 +118,42 @@ func deleteRecordsRequest(topic string, version int16) kmsg.Request {
 	partition.Partition, partition.Offset = 0, -1
 	requestTopic.Partitions = append(requestTopic.Partitions, partition)
 	request.Topics = append(request.Topics, requestTopic)
+	return request
+}
+
+// maxScratchPartitions bounds how far the admin workload grows a scratch
+// topic; past it, its CreatePartitions asks for no increase and is refused
+// (INVALID_PARTITIONS), which runs that path too.
+const maxScratchPartitions = 6
+
+// createPartitionsRequest grows the newest scratch topic by one partition
+// (KIP-195), every fifth tick as ValidateOnly: the new partitions open on
+// their brokers and replicate, under the workload's load and faults, with
+// every invariant checked on them as on the others. Before the first
+// scratch topic, the request names one that does not exist.
+func (w *world) createPartitionsRequest(version int16) kmsg.Request {
+	request := kmsg.NewPtrCreatePartitionsRequest()
+	request.Version, request.TimeoutMillis, request.ValidateOnly = version, 5_000, w.now%5 == 0
+	topic := kmsg.NewCreatePartitionsRequestTopic()
+	topic.Topic = fmt.Sprintf("scratch-%d", w.admin.scratch)
+	if !request.ValidateOnly && w.admin.scratchPartitions < maxScratchPartitions {
+		w.admin.scratchPartitions++
+	}
+	topic.Count = int32(max(w.admin.scratchPartitions, 1))
+	request.Topics = append(request.Topics, topic)
+	return request
+}
+
+// describeLogDirsRequest asks for every partition's log, or (named) for
+// the workload topic's first partition: on a broker that does not hold
+// it, the answer names none.
+func describeLogDirsRequest(version int16, named bool) kmsg.Request {
+	request := kmsg.NewPtrDescribeLogDirsRequest()
+	request.Version = version
+	if named {
+		topic := kmsg.NewDescribeLogDirsRequestTopic()
+		topic.Topic, topic.Partitions = workloadTopic, []int32{0}
+		request.Topics = append(request.Topics, topic)
+	}
 	return request
 }

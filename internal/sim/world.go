@@ -184,7 +184,7 @@ func (w *world) frontendConfig(id metadata.BrokerID) frontend.Config {
 	wireConfig.Random = w.wireRandom
 	return frontend.Config{ID: id, ClusterID: "tide-sim", Advertised: kafkaAddress(id),
 		DefaultPartitions: 1, DefaultReplicationFactor: 1, SegmentBytes: 64 << 10, MaxBatchBytes: int64(w.shape.maxBatchBytes),
-		Wire: wireConfig, MaxWaitingFetches: 4096,
+		Wire: wireConfig, MaxWaitingFetches: 4096, LogDir: "data",
 		Fetcher: fetcher.Config{Broker: id, MaxWaitMillis: replicaFetchMaxWaitTicks * 10, MinBytes: 1, MaxBytes: 10 << 20,
 			FetchTimeoutTicks: replicaFetchMaxWaitTicks + replicaRequestTimeoutTicks, RequestTimeoutTicks: replicaRequestTimeoutTicks,
 			MaxResponseBytes: 21 << 20}}
@@ -236,6 +236,29 @@ func (w *world) stepMachine(b *brokerProcess) {
 	}
 }
 
+// A simulated broker's disk is memory: DescribeLogDirs reports it as a
+// volume of simulatedVolumeBytes, less what the partition logs hold,
+// measured every volumeIntervalTicks as tide serve measures its statfs
+// every second.
+const (
+	simulatedVolumeBytes = 1 << 30
+	volumeIntervalTicks  = 100
+)
+
+func simulatedVolume(node *broker.Node) frontend.Volume {
+	volume := frontend.Volume{TotalBytes: simulatedVolumeBytes, UsableBytes: simulatedVolumeBytes}
+	if node == nil {
+		return volume
+	}
+	for _, tp := range node.Partitions() {
+		if _, log, ok := node.Replica(tp); ok {
+			volume.UsableBytes -= log.SizeBytes()
+		}
+	}
+	volume.UsableBytes = max(volume.UsableBytes, 0)
+	return volume
+}
+
 // stepBroker ticks a broker (its lifecycle registers, heartbeats and ticks
 // the node) and sends what it has.
 func (w *world) stepBroker(b *brokerProcess) {
@@ -244,6 +267,9 @@ func (w *world) stepBroker(b *brokerProcess) {
 	}
 	b.fe.SetControllerHint(w.controllerHint(b))
 	b.fe.SetClock(w.now * 10) // a tick is a virtual 10 ms, as producers' timestamps count them
+	if w.now%volumeIntervalTicks == 0 {
+		b.fe.SetVolume(simulatedVolume(b.node))
+	}
 	b.fe.Tick()
 	w.clean(b)
 	w.maintainFetchers(b)
