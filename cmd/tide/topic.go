@@ -20,18 +20,22 @@ func newTopicCommand() *cobra.Command {
 	var options clientOptions
 	command := &cobra.Command{
 		Use:   "topic",
-		Short: "Create, list, describe and delete topics on a cluster",
+		Short: "Create, list, describe, grow and delete topics on a cluster",
 		Long: `Topic administration over the Kafka protocol (CreateTopics, Metadata,
-ListOffsets, DeleteTopics, ElectLeaders), against any broker of a cluster:
+ListOffsets, DeleteTopics, ElectLeaders, CreatePartitions, DeleteRecords),
+against any broker of a cluster:
 
   tide topic create orders --partitions 3 --bootstrap 127.0.0.1:9092
   tide topic describe orders
+  tide topic add-partitions orders --total 6
+  tide topic delete-records orders --partition 0 --offset 100
 
 A Kafka error code is printed by its name (TOPIC_ALREADY_EXISTS) and exits 1.`,
 	}
 	options.addFlags(command.PersistentFlags())
 	command.AddCommand(newTopicCreateCommand(&options), newTopicListCommand(&options), newTopicDescribeCommand(&options),
-		newTopicDeleteCommand(&options), newTopicElectCommand(&options))
+		newTopicDeleteCommand(&options), newTopicElectCommand(&options), newTopicAddPartitionsCommand(&options),
+		newTopicDeleteRecordsCommand(&options))
 	return command
 }
 

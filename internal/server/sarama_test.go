@@ -484,12 +484,13 @@ func saramaWaitForTopic(t *testing.T, client sarama.Client, topic string, exists
 
 // checkSaramaUnsupported calls what tide does not serve yet
 // (docs/compatibility.md): each must fail at once with an error sarama
-// understands, never hang or lose the connection. Consumer groups,
-// CreatePartitions and AlterConfigs are not in ApiVersions, so sarama
-// refuses them itself (ErrUnsupportedVersion) without sending a request
-// tide would close the connection for. Then what tide serves since issue
-// 13: ListOffsets by timestamp (GetOffset), and ClusterAdmin.DeleteRecords,
-// which moves partition 0's log start offset to 1.
+// understands, never hang or lose the connection. Consumer groups and
+// AlterConfigs are not in ApiVersions, so sarama refuses them itself
+// (ErrUnsupportedVersion) without sending a request tide would close the
+// connection for. Then what tide serves since issue 13: ListOffsets by
+// timestamp (GetOffset), ClusterAdmin.DeleteRecords, which moves partition
+// 0's log start offset to 1, and ClusterAdmin.CreatePartitions, which
+// grows the topic from 3 partitions to 5 and refuses to shrink it.
 func checkSaramaUnsupported(t *testing.T, client sarama.Client, topic string) {
 	t.Helper()
 	coordinator, err := client.Coordinator("sarama-group")
@@ -502,9 +503,6 @@ func checkSaramaUnsupported(t *testing.T, client sarama.Client, topic string) {
 	admin, err := sarama.NewClusterAdminFromClient(client)
 	if err != nil {
 		t.Fatalf("sarama.NewClusterAdminFromClient: %v", err)
-	}
-	if err := admin.CreatePartitions(topic, 5, nil, false); !errors.Is(err, sarama.ErrUnsupportedVersion) {
-		t.Fatalf("CreatePartitions: %v, want sarama.ErrUnsupportedVersion", err)
 	}
 	retention := "1000"
 	err = admin.AlterConfig(sarama.TopicResource, topic, map[string]*string{"retention.ms": &retention}, false)
@@ -528,6 +526,12 @@ func checkSaramaUnsupported(t *testing.T, client sarama.Client, topic string) {
 	}
 	if offset, err := client.GetOffset(topic, 0, sarama.OffsetOldest); err != nil || offset != 1 {
 		t.Fatalf("GetOffset(oldest) after DeleteRecords to 1: %d, %v", offset, err)
+	}
+	if err := admin.CreatePartitions(topic, 5, nil, false); err != nil {
+		t.Fatalf("ClusterAdmin.CreatePartitions to 5: %v", err)
+	}
+	if err := admin.CreatePartitions(topic, 4, nil, false); !errors.Is(err, sarama.ErrInvalidPartitions) {
+		t.Fatalf("ClusterAdmin.CreatePartitions to 4 of 5: %v, want sarama.ErrInvalidPartitions", err)
 	}
 }
 
