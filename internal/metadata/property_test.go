@@ -40,7 +40,7 @@ func TestApplyRandomRecords(t *testing.T) {
 		}
 	}
 	for _, kind := range []string{"register-broker", "unfence-broker", "fence-broker", "begin-controlled-shutdown",
-		"unregister-broker", "create-topic", "delete-topic", "partition-change", "assign-topic-id"} {
+		"unregister-broker", "create-topic", "delete-topic", "partition-change", "assign-topic-id", "create-partitions"} {
 		for _, outcome := range []string{"applied", "rejected"} {
 			if outcomes[kind+" "+outcome] == 0 {
 				t.Errorf("no %s %s in the random runs: %v", kind, outcome, outcomes)
@@ -109,6 +109,14 @@ func checkImage(img, previous *Image) string {
 			return fmt.Sprintf("topic %s: id %v finds %q", name, id, found)
 		}
 		owners[id] = name
+	}
+	for _, name := range img.Topics() {
+		topic, _ := img.Topic(name)
+		for i, p := range topic.Partitions {
+			if p.Topic != name || int(p.Partition) != i || len(p.Replicas) != topic.Config.ReplicationFactor {
+				return fmt.Sprintf("topic %s holds %s at %d with replicas %v", name, p.TopicPartition, i, p.Replicas)
+			}
+		}
 	}
 	for _, p := range img.Partitions() {
 		config, _ := img.TopicConfig(p.Topic)
@@ -196,6 +204,9 @@ func randomRecord(random *rand.Rand, img *Image) Record {
 			next := img.NextProducerID() + int64(random.IntN(3))*1000
 			return ProducerIDs{BrokerID: id, BrokerEpoch: randomEpoch(random, img, id), NextProducerID: next}
 		}
+		if random.IntN(2) == 0 {
+			return randomCreatePartitions(random, img)
+		}
 	}
 	return randomPartitionChange(random, img)
 }
@@ -227,6 +238,46 @@ func randomCreateTopic(random *rand.Rand, img *Image) Record {
 		id = randomTopicID(random)
 	}
 	return CreateTopic{Name: name, ID: id, Config: config, Partitions: partitions}
+}
+
+// randomCreatePartitions grows a random topic, usually as the controller
+// would (numbered on from its count, its replication factor, its id),
+// sometimes with a gap, an overlap, a wrong replication factor or another
+// id, which Apply must refuse.
+func randomCreatePartitions(random *rand.Rand, img *Image) Record {
+	name := randomTopics[random.IntN(len(randomTopics))]
+	topic, _ := img.Topic(name)
+	first := len(topic.Partitions)
+	if random.IntN(5) == 0 {
+		first += 1 - 2*random.IntN(2)
+	}
+	replicationFactor := topic.Config.ReplicationFactor
+	if random.IntN(5) == 0 || replicationFactor == 0 {
+		replicationFactor = 1 + random.IntN(3)
+	}
+	id := topic.ID
+	if random.IntN(6) == 0 {
+		id = randomTopicID(random)
+	}
+	grow := CreatePartitions{Topic: name, ID: id}
+	for i := range 1 + random.IntN(2) {
+		replicas := randomSubset(random, []BrokerID{0, 1, 2, 3, 4}, replicationFactor)
+		var isr []BrokerID
+		for _, replica := range replicas {
+			if img.Active(replica) {
+				isr = append(isr, replica)
+			}
+		}
+		leader := NoBroker
+		if len(isr) > 0 {
+			leader = isr[0]
+		}
+		grow.Partitions = append(grow.Partitions, PartitionState{
+			TopicPartition: TopicPartition{Topic: name, Partition: int32(first + i)},
+			Replicas:       replicas, ISR: isr, Leader: leader,
+		})
+	}
+	return grow
 }
 
 // randomTopicID draws from few ids, so that some are taken and one (1) is
