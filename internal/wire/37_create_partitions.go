@@ -19,8 +19,9 @@ import (
 // once this broker's metadata has the new partitions, so a client that
 // grew a topic finds them in its next Metadata; ValidateOnly only checks.
 //
-//   - A topic named twice in one request is INVALID_REQUEST for each, as in
-//     Kafka (its controller answers "duplicate topic" for both).
+//   - A topic named more than once in one request gets one answer,
+//     INVALID_REQUEST, at its first position, and none of its entries is
+//     carried out: Kafka's controller answers each duplicated name once.
 //   - One request adds at most Config.MaxPartitionsPerRequest partitions:
 //     a topic that would go over is INVALID_PARTITIONS, so one request
 //     cannot make the controller write an unbounded record batch.
@@ -39,17 +40,22 @@ func (h *Handler) handleCreatePartitions(x *exchange) error {
 		return err
 	}
 	response := request.ResponseKind().(*kmsg.CreatePartitionsResponse)
-	response.Topics = make([]kmsg.CreatePartitionsResponseTopic, len(request.Topics))
 	named := make(map[string]int, len(request.Topics))
 	for _, topic := range request.Topics {
 		named[topic.Topic]++
 	}
+	answered := make(map[string]bool, len(request.Topics))
 	forward := CreatePartitionsRequest{TimeoutTicks: h.config.ticks(request.TimeoutMillis), ValidateOnly: request.ValidateOnly}
 	var positions []int // response position of each forwarded topic
 	added := 0          // partitions the forwarded topics add, bounded by MaxPartitionsPerRequest
-	for i, topic := range request.Topics {
+	for _, topic := range request.Topics {
+		if answered[topic.Topic] {
+			continue // a duplicate, answered at its first position
+		}
+		answered[topic.Topic] = true
+		response.Topics = append(response.Topics, kmsg.NewCreatePartitionsResponseTopic())
+		i := len(response.Topics) - 1
 		entry := &response.Topics[i]
-		*entry = kmsg.NewCreatePartitionsResponseTopic()
 		entry.Topic = topic.Topic
 		grow := createPartitionsRequest(topic)
 		adds := 0
