@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/wire"
 )
 
@@ -44,8 +45,17 @@ func (b *backend) LogDir() wire.LogDir {
 		if !ok {
 			continue
 		}
-		lag := max(int64(r.HighWatermark()-r.LogEndOffset()), 0)
+		lag := offsetLag(r.HighWatermark(), r.LogEndOffset())
 		dir.Partitions = append(dir.Partitions, wire.LogDirPartition{TopicPartition: tp, SizeBytes: log.SizeBytes(), OffsetLag: lag})
 	}
 	return dir
+}
+
+// offsetLag is Kafka's DescribeLogDirs offset lag of a current (not
+// future) replica (ReplicaManager.getLogEndOffsetLag): its high watermark
+// less its log end offset, never below 0. A negative lag would tell an
+// operator a replica is ahead of what is committed, which is always so
+// for a leader with uncommitted records and says nothing.
+func offsetLag(highWatermark, logEndOffset record.Offset) int64 {
+	return max(int64(highWatermark-logEndOffset), 0)
 }
