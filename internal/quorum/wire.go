@@ -37,6 +37,9 @@ const (
 	// kindDeleteTopicID is a DeleteTopic with a topic id; one by name
 	// alone keeps kindDeleteTopic, as sent before topic ids.
 	kindDeleteTopicID
+	// kindFetchMetadata is a metadata long poll; its answer has the
+	// heartbeat answer's kind and shape.
+	kindFetchMetadata
 )
 
 // EncodeRequest appends a request to dst.
@@ -80,6 +83,12 @@ func EncodeRequest(dst []byte, r Request) []byte {
 	case r.AllocateProducerIDs != nil:
 		e.Byte(kindAllocateProducerIDs)
 		e.Varint(int64(r.AllocateProducerIDs.BrokerEpoch))
+	case r.FetchMetadata != nil:
+		e.Byte(kindFetchMetadata)
+		e.Varint(int64(r.FetchMetadata.Epoch))
+		e.Varint(r.FetchMetadata.AppliedOffset)
+		e.Varint(int64(r.FetchMetadata.MaxEntries))
+		e.Varint(r.FetchMetadata.MaxWaitTicks)
 	default:
 		e.Byte(0)
 	}
@@ -143,6 +152,9 @@ func DecodeRequest(b []byte) (Request, error) {
 		r.ElectPreferred = &ElectPreferredRequest{Partitions: decodePartitions(d)}
 	case kindAllocateProducerIDs:
 		r.AllocateProducerIDs = &AllocateProducerIDsRequest{BrokerEpoch: metadata.BrokerEpoch(d.Varint())}
+	case kindFetchMetadata:
+		r.FetchMetadata = &FetchMetadataRequest{Epoch: metadata.BrokerEpoch(d.Varint()), AppliedOffset: d.Varint(), MaxEntries: int(d.Int32()),
+			MaxWaitTicks: d.Varint()}
 	default:
 		d.Fail(fmt.Errorf("request kind %d", kind))
 	}
