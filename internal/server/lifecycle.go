@@ -54,7 +54,7 @@ func (s *Server) openLifecycle(endpoint string) error {
 	s.lifecycle = lifecycle
 	s.frontend, err = frontend.New(frontend.Config{ID: c.ID, ClusterID: clusterID(c.Controllers), Advertised: endpoint,
 		KafkaListeners: c.KafkaListeners, DefaultPartitions: c.DefaultPartitions, DefaultReplicationFactor: c.DefaultReplicationFactor,
-		SegmentBytes: c.segmentBytes(), MaxBatchBytes: maxBatchBytes, Wire: s.kafka.wire, Fetcher: c.fetcherConfig(),
+		AutoCreateTopics: !c.DisableAutoCreateTopics, SegmentBytes: c.segmentBytes(), MaxBatchBytes: maxBatchBytes, Wire: s.kafka.wire, Fetcher: c.fetcherConfig(),
 		MaxWaitingFetches: c.KafkaMaxWaitingFetches, RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes}, lifecycle)
 	return err
 }

@@ -45,6 +45,7 @@ func (emptyBroker) CreateTopics(r wire.CreateTopicsRequest, done func([]int16)) 
 	done(make([]int16, len(r.Topics)))
 }
 func (emptyBroker) TopicByID(metadata.TopicID) (metadata.Topic, bool) { return metadata.Topic{}, false }
+func (emptyBroker) AutoCreateTopic(controller.CreateTopicRequest)     {}
 func (emptyBroker) DeleteTopics(names []wire.TopicRef, _ int64, done func([]int16)) {
 	done(make([]int16, len(names)))
 }
