@@ -39,9 +39,23 @@ func (o *clientOptions) connect(ctx context.Context, topics []string, extra ...k
 		entry.Topic = kmsg.StringPtr(topic)
 		request.Topics = append(request.Topics, entry)
 	}
-	client, response, err := o.connectWith(ctx, request, extra)
+	return o.connectWith(ctx, request, extra)
+}
+
+// connectAwaiting is connect for the console commands that read or write
+// a topic they do not create (produce, consume): a named topic not found is
+// asked for again within unknownTopicGrace.
+func (o *clientOptions) connectAwaiting(ctx context.Context, topics []string, extra ...kgo.Opt) (*kgo.Client, *kmsg.MetadataResponse, error) {
+	client, response, err := o.connect(ctx, topics, extra...)
 	if err != nil || len(topics) == 0 {
 		return client, response, err
+	}
+	request := kmsg.NewPtrMetadataRequest()
+	request.AllowAutoTopicCreation = false
+	for _, topic := range topics {
+		entry := kmsg.NewMetadataRequestTopic()
+		entry.Topic = kmsg.StringPtr(topic)
+		request.Topics = append(request.Topics, entry)
 	}
 	return client, o.awaitTopics(ctx, client, request, response), nil
 }

@@ -79,7 +79,7 @@ func runConsume(ctx context.Context, cmd *cobra.Command, options consumeOptions,
 	if options.format != "plain" && options.format != "offsets" {
 		return usageError{fmt.Errorf("--format %q: want plain or offsets", options.format)}
 	}
-	client, metadata, err := options.connect(ctx, []string{topic})
+	client, metadata, err := options.connectAwaiting(ctx, []string{topic})
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func runProduce(cmd *cobra.Command, options produceOptions, topic string) error 
 	if err != nil {
 		return err
 	}
-	client, metadata, err := options.connect(cmd.Context(), []string{topic}, producer...)
+	client, metadata, err := options.connectAwaiting(cmd.Context(), []string{topic}, producer...)
 	if err != nil {
 		return err
 	}
