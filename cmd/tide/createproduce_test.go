@@ -83,8 +83,10 @@ func devControllerOf(t *testing.T, bootstrap string) int {
 // How long after its CreateTopics answer every broker serves a topic (its
 // Metadata shows the topic with a leader), measured over 20 topics by
 // asking each broker directly every millisecond. With long poll it is a
-// round trip on the controller link; with heartbeats alone it was up to a
-// heartbeat interval (250 ms in tide dev).
+// round trip on the controller link (median 0.3 ms, at most 7 ms, on
+// 2026-12-02); before it, 9 ms and 35 ms, and that only because the
+// asking makes a broker heartbeat at once (a broker nobody asks waited for
+// its next heartbeat, 250 ms in tide dev).
 func TestDevTopicReachesEveryBroker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a cluster; skipped with -short")
