@@ -42,6 +42,9 @@ func TestDevCreateThenProduce(t *testing.T) {
 	if len(brokers) != 3 {
 		t.Fatalf("brokers %v in the banner:\n%s", brokers, run.stdout)
 	}
+	if !strings.Contains(run.stdout.String(), "auto-create topics: on, 1 partitions") {
+		t.Fatalf("the banner does not say topics are auto-created:\n%s", run.stdout)
+	}
 	all := strings.Join(brokers, ",")
 	var times []string
 	for i := range 20 {

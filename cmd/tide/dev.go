@@ -398,6 +398,9 @@ func (l devLayout) printBanner(out io.Writer, temporary bool) {
 	}
 	fmt.Fprintf(out, "bootstrap: %s\n", l.kafka[0])
 	fmt.Fprintf(out, "default replication factor: %d\n", l.replicationFactor())
+	if l.topics.autoCreate {
+		fmt.Fprintf(out, "auto-create topics: on, %d partitions (--auto-create-topics=false turns it off)\n", l.topics.partitions)
+	}
 	kept := "kept on exit"
 	if temporary {
 		kept = "a new directory, kept on exit"
