@@ -42,6 +42,67 @@ func (o *clientOptions) connect(ctx context.Context, topics []string, extra ...k
 	return o.connectWith(ctx, request, extra)
 }
 
+// connectAwaiting is connect for the console commands that read or write
+// a topic they do not create (produce, consume): a named topic not found is
+// asked for again within unknownTopicGrace.
+func (o *clientOptions) connectAwaiting(ctx context.Context, topics []string, extra ...kgo.Opt) (*kgo.Client, *kmsg.MetadataResponse, error) {
+	client, response, err := o.connect(ctx, topics, extra...)
+	if err != nil || len(topics) == 0 {
+		return client, response, err
+	}
+	request := kmsg.NewPtrMetadataRequest()
+	request.AllowAutoTopicCreation = false
+	for _, topic := range topics {
+		entry := kmsg.NewMetadataRequestTopic()
+		entry.Topic = kmsg.StringPtr(topic)
+		request.Topics = append(request.Topics, entry)
+	}
+	return client, o.awaitTopics(ctx, client, request, response), nil
+}
+
+// unknownTopicGrace bounds how long a console command asks again for a
+// topic its first Metadata did not find (cut to --timeout): a topic a
+// script created a moment ago through another broker, or one being
+// created, which Kafka's brokers too may not know for a moment. A topic
+// that does not exist is still reported after the grace, as
+// UNKNOWN_TOPIC_OR_PARTITION.
+const unknownTopicGrace = 3 * time.Second
+
+// unknownTopicRetry is the pause between two such Metadata requests.
+const unknownTopicRetry = 50 * time.Millisecond
+
+// awaitTopics asks for the Metadata again while a named topic is
+// UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE, within
+// unknownTopicGrace, and returns the last answer.
+func (o *clientOptions) awaitTopics(ctx context.Context, client *kgo.Client, request *kmsg.MetadataRequest,
+	response *kmsg.MetadataResponse) *kmsg.MetadataResponse {
+	deadline := time.Now().Add(min(unknownTopicGrace, o.timeout))
+	for missingTopic(response) && time.Now().Add(unknownTopicRetry).Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return response
+		case <-time.After(unknownTopicRetry):
+		}
+		attempt, cancel := context.WithDeadline(ctx, deadline)
+		again, err := request.RequestWith(attempt, client)
+		cancel()
+		if err == nil {
+			response = again
+		}
+	}
+	return response
+}
+
+// missingTopic reports whether an answer has a topic that may appear soon.
+func missingTopic(response *kmsg.MetadataResponse) bool {
+	for _, topic := range response.Topics {
+		if topic.ErrorCode == kerr.UnknownTopicOrPartition.Code || topic.ErrorCode == kerr.LeaderNotAvailable.Code {
+			return true
+		}
+	}
+	return false
+}
+
 // connectAll is connect with the Metadata of every topic.
 func (o *clientOptions) connectAll(cmd *cobra.Command) (*kgo.Client, *kmsg.MetadataResponse, error) {
 	request := kmsg.NewPtrMetadataRequest()

@@ -31,7 +31,8 @@ func newConsumeCommand() *cobra.Command {
 		Long: `Reads records from a topic's partitions (all, or --partition P) starting
 at --from: earliest, latest or an offset, and prints each as KEY:VALUE
 (VALUE alone when the record has no key). --format offsets prefixes each
-line with its partition and offset, tab-separated.
+line with its partition and offset, tab-separated. A topic the cluster
+does not know is asked for again for up to 3 s (or --timeout if shorter).
 
 With --exit-at-end it stops once it has read up to the high watermark each
 partition had when it started; otherwise it runs until interrupted.
@@ -78,7 +79,7 @@ func runConsume(ctx context.Context, cmd *cobra.Command, options consumeOptions,
 	if options.format != "plain" && options.format != "offsets" {
 		return usageError{fmt.Errorf("--format %q: want plain or offsets", options.format)}
 	}
-	client, metadata, err := options.connect(ctx, []string{topic})
+	client, metadata, err := options.connectAwaiting(ctx, []string{topic})
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,7 @@ type devOptions struct {
 	controllerPort int
 	dir            string
 	verbose        bool
+	topics         devTopicDefaults
 	// brokersGiven says --brokers was on the command line: a restart from
 	// --dir otherwise takes the count the directory holds.
 	brokersGiven bool
@@ -84,7 +85,9 @@ ports for every listener, and prints them.
 
 The data lives in a new temporary directory, kept on exit: --dir DIR runs
 the cluster from DIR (node i in DIR/node-i) and starts it again from
-there. Topics created without a replication factor get min(3, brokers):
+there. Topics created without a replication factor get min(3, brokers)
+(--default-replication-factor), and a client naming a topic that does not
+exist creates it (--auto-create-topics, with --num-partitions):
 followers replicate from their leaders over TCP with Kafka's own Fetch
 requests, and an acks=all produce is answered once every in-sync replica
 has the records on its disk.
@@ -105,6 +108,11 @@ second Ctrl-C exits at once.`,
 	flags.IntVar(&options.controllerPort, "controller-port", devControllerPortDefault, "broker 1's controller listener port, the next brokers' the ports after it; 0 picks free ones")
 	flags.StringVar(&options.dir, "dir", "", "the data directory, created or reused (default: a new temporary directory)")
 	flags.BoolVar(&options.verbose, "verbose", false, "log at info level (default: warnings and errors only)")
+	flags.BoolVar(&options.topics.autoCreate, "auto-create-topics", true,
+		"create a topic a client's Metadata request names when it does not exist (auto.create.topics.enable)")
+	flags.IntVar(&options.topics.partitions, "num-partitions", 1, "partitions of a topic created without a count (num.partitions)")
+	flags.IntVar(&options.topics.replicationFactor, "default-replication-factor", 0,
+		"replicas of a topic created without a factor (default.replication.factor; 0: min(3, brokers))")
 	return command
 }
 
@@ -241,13 +249,25 @@ type devLayout struct {
 	// handed to the nodes so that no other process takes a port between
 	// the check and the start.
 	listeners []net.Listener
+	// topics are the topic defaults the nodes get (--auto-create-topics,
+	// --num-partitions, --default-replication-factor).
+	topics devTopicDefaults
+}
+
+// devTopicDefaults are auto.create.topics.enable, num.partitions and
+// default.replication.factor; a replication factor of 0 means min(3,
+// brokers).
+type devTopicDefaults struct {
+	autoCreate        bool
+	partitions        int
+	replicationFactor int
 }
 
 // planDev chooses the addresses and binds them all, so that a port in use
 // is one clear error before any node starts; the nodes serve these
 // listeners (free ports, 0, are those the system handed out).
 func planDev(options devOptions) (devLayout, error) {
-	var layout devLayout
+	layout := devLayout{topics: options.topics}
 	controllerPort := options.controllerPort
 	if options.kafkaPort == 0 {
 		controllerPort = 0
@@ -304,6 +324,14 @@ func reserveAddresses(addresses []string) ([]net.Listener, error) {
 
 func (l devLayout) brokers() int { return len(l.kafka) }
 
+// replicationFactor is --default-replication-factor, or min(3, brokers).
+func (l devLayout) replicationFactor() int {
+	if l.topics.replicationFactor > 0 {
+		return l.topics.replicationFactor
+	}
+	return min(devReplicationFactorMax, l.brokers())
+}
+
 // configs are the nodes' configurations: the first devVotersMax brokers
 // are voters, and topics default to min(3, brokers) replicas.
 func (l devLayout) configs(logger *slog.Logger) []server.Config {
@@ -324,7 +352,8 @@ func (l devLayout) configs(logger *slog.Logger) []server.Config {
 			KafkaListen: l.kafka[i], KafkaListener: l.listeners[i], ControllerListener: l.listeners[l.brokers()+i],
 			DataDir: filepath.Join(l.dir, nodeDirName(i+1)), KafkaListeners: maps.Clone(listeners),
 			SessionTimeout: devSessionTimeout, BrokerHeartbeat: devHeartbeat,
-			DefaultReplicationFactor: min(devReplicationFactorMax, l.brokers()), Logger: logger}
+			DefaultPartitions: l.topics.partitions, DefaultReplicationFactor: l.replicationFactor(),
+			DisableAutoCreateTopics: !l.topics.autoCreate, Logger: logger}
 	}
 	return configs
 }
@@ -368,7 +397,10 @@ func (l devLayout) printBanner(out io.Writer, temporary bool) {
 		fmt.Fprintf(out, "  broker %d: kafka %s, controller %s\n", i+1, l.kafka[i], l.controller[i])
 	}
 	fmt.Fprintf(out, "bootstrap: %s\n", l.kafka[0])
-	fmt.Fprintf(out, "default replication factor: %d\n", min(devReplicationFactorMax, l.brokers()))
+	fmt.Fprintf(out, "default replication factor: %d\n", l.replicationFactor())
+	if l.topics.autoCreate {
+		fmt.Fprintf(out, "auto-create topics: on, %d partitions (--auto-create-topics=false turns it off)\n", l.topics.partitions)
+	}
 	kept := "kept on exit"
 	if temporary {
 		kept = "a new directory, kept on exit"

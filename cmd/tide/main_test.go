@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,7 +139,7 @@ func TestServePropertiesFile(t *testing.T) {
 	properties := filepath.Join(dir, "server.properties")
 	text := "# a node\nnode.id=2\ncontroller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9094\nlog.dirs=" + dir +
 		"\nbroker.session.timeout.ms=4000\nbroker.heartbeat.interval.ms=250\ntide.kafka.listeners=1@127.0.0.1:9092,2@127.0.0.1:9192\n" +
-		"num.partitions=3\ndefault.replication.factor=2\n"
+		"num.partitions=3\ndefault.replication.factor=2\nauto.create.topics.enable=false\n"
 	if err := os.WriteFile(properties, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,36 @@ func TestServePropertiesFile(t *testing.T) {
 	}
 	if config.ID != 1 || len(config.Controllers) != 2 || config.DataDir != dir ||
 		config.SessionTimeout.Milliseconds() != 4000 || config.BrokerHeartbeat.Milliseconds() != 250 || len(config.KafkaListeners) != 2 ||
-		config.DefaultPartitions != 3 || config.DefaultReplicationFactor != 2 {
+		config.DefaultPartitions != 3 || config.DefaultReplicationFactor != 2 || !config.DisableAutoCreateTopics {
 		t.Fatalf("got %+v", config)
+	}
+}
+
+// Auto topic creation is on unless asked off, on serve's flags as in
+// Kafka; --default-partitions still works, as the former --num-partitions.
+func TestServeAutoCreateFlags(t *testing.T) {
+	for _, test := range []struct {
+		args       []string
+		disabled   bool
+		partitions int
+	}{
+		{nil, false, 1},
+		{[]string{"--auto-create-topics=false", "--num-partitions", "4"}, true, 4},
+		{[]string{"--default-partitions", "5"}, false, 5},
+	} {
+		command := newServeCommand()
+		command.SetErr(io.Discard)
+		args := append([]string{"--id", "1", "--controllers", "1@127.0.0.1:9093", "--kafka-listen", "127.0.0.1:9092", "--data-dir", t.TempDir()}, test.args...)
+		if err := command.Flags().Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		config, err := reread(command.Flags(), serveOptions{}).serverConfig(command)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if config.DisableAutoCreateTopics != test.disabled || config.DefaultPartitions != test.partitions {
+			t.Errorf("%v: auto creation off %t, %d partitions; want %t, %d", test.args, config.DisableAutoCreateTopics,
+				config.DefaultPartitions, test.disabled, test.partitions)
+		}
 	}
 }

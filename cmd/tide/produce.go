@@ -36,6 +36,10 @@ and the producer is idempotent, so retries never duplicate or reorder a
 record. --acks 1 or 0 trades that away for latency; idempotence needs
 acks=all and is off with them. Exits 1 if any record was not acknowledged.
 
+A topic the cluster does not know is asked for again for up to 3 s (or
+--timeout if shorter), so a topic a script created a moment ago is found;
+produce never creates one itself.
+
   printf 'k1:hello\nk2:world\n' | tide produce orders --key-separator :`,
 		Args: exactArgs(1, "one topic name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -66,7 +70,7 @@ func runProduce(cmd *cobra.Command, options produceOptions, topic string) error 
 	if err != nil {
 		return err
 	}
-	client, metadata, err := options.connect(cmd.Context(), []string{topic}, producer...)
+	client, metadata, err := options.connectAwaiting(cmd.Context(), []string{topic}, producer...)
 	if err != nil {
 		return err
 	}

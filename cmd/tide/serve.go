@@ -36,8 +36,10 @@ type serveOptions struct {
 	// and default.replication.factor.
 	defaultPartitions        int
 	defaultReplicationFactor int
-	logLevel                 string
-	sendfile                 bool
+	// autoCreateTopics is auto.create.topics.enable.
+	autoCreateTopics bool
+	logLevel         string
+	sendfile         bool
 	// limits are the Kafka listener's (serve_limits.go).
 	limits serveLimits
 }
@@ -66,7 +68,8 @@ a wildcard address (0.0.0.0:9092) advertises its --kafka-listeners entry
 Flags may also come from a properties file (--config FILE), with Kafka's
 names where there is one: node.id, controller.quorum.voters, listeners
 (the controller listener's host:port), log.dirs, broker.session.timeout.ms,
-broker.heartbeat.interval.ms, num.partitions, default.replication.factor;
+broker.heartbeat.interval.ms, num.partitions, default.replication.factor,
+auto.create.topics.enable;
 and tide.kafka.listen, tide.kafka.listeners. The Kafka listener's limits
 too: socket.request.max.bytes, queued.max.request.bytes,
 queued.max.requests, max.connections, max.connections.per.ip,
@@ -97,7 +100,11 @@ Followers replicate from their leaders over the Kafka protocol
 	flags.DurationVar(&options.sessionTimeout, "session-timeout", 9*time.Second, "a broker silent for longer is fenced (broker.session.timeout.ms)")
 	flags.DurationVar(&options.brokerHeartbeat, "heartbeat-interval", 500*time.Millisecond, "how often a broker heartbeats (broker.heartbeat.interval.ms)")
 	flags.DurationVar(&options.electionTimeout, "election-timeout", time.Second, "the quorum's raft election timeout")
-	flags.IntVar(&options.defaultPartitions, "default-partitions", 1, "partitions of a topic created without a count (num.partitions)")
+	flags.IntVar(&options.defaultPartitions, "num-partitions", 1, "partitions of a topic created without a count (num.partitions)")
+	flags.IntVar(&options.defaultPartitions, "default-partitions", 1, "the former name of --num-partitions")
+	_ = flags.MarkDeprecated("default-partitions", "use --num-partitions")
+	flags.BoolVar(&options.autoCreateTopics, "auto-create-topics", true,
+		"create a topic a client's Metadata request names when it does not exist, with --num-partitions and --default-replication-factor (auto.create.topics.enable)")
 	flags.IntVar(&options.defaultReplicationFactor, "default-replication-factor", 1, "replicas of a topic created without a factor (default.replication.factor)")
 	flags.StringVar(&options.logLevel, "log-level", "info", "debug, info, warn or error")
 	flags.BoolVar(&options.sendfile, "sendfile", true, "send committed records to fetchers with sendfile (false reads them into memory, to measure the difference)")
@@ -152,7 +159,8 @@ func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
 		KafkaListen: o.kafkaListen, KafkaListeners: kafkaListeners,
 		SessionTimeout: o.sessionTimeout, BrokerHeartbeat: o.brokerHeartbeat, ElectionTimeout: o.electionTimeout,
 		DefaultPartitions: o.defaultPartitions, DefaultReplicationFactor: o.defaultReplicationFactor, Logger: logger,
-		CopyFetches: !o.sendfile}
+		DisableAutoCreateTopics: !o.autoCreateTopics,
+		CopyFetches:             !o.sendfile}
 	if err := o.limits.apply(&config); err != nil {
 		return server.Config{}, err
 	}
@@ -167,7 +175,7 @@ var propertyFlags = map[string]string{
 	// Kafka's listeners name both the client and the controller listeners;
 	// tide keeps the Kafka listener apart under its own keys for now.
 	"tide.kafka.listen": "kafka-listen", "tide.kafka.listeners": "kafka-listeners",
-	"num.partitions": "default-partitions", "default.replication.factor": "default-replication-factor",
+	"num.partitions": "num-partitions", "auto.create.topics.enable": "auto-create-topics", "default.replication.factor": "default-replication-factor",
 }
 
 // applyProperties sets the flags not given on the command line from a
@@ -224,7 +232,8 @@ func reread(flags *pflag.FlagSet, o serveOptions) serveOptions {
 	o.sessionTimeout, _ = flags.GetDuration("session-timeout")
 	o.brokerHeartbeat, _ = flags.GetDuration("heartbeat-interval")
 	o.electionTimeout, _ = flags.GetDuration("election-timeout")
-	o.defaultPartitions, _ = flags.GetInt("default-partitions")
+	o.defaultPartitions, _ = flags.GetInt("num-partitions")
+	o.autoCreateTopics, _ = flags.GetBool("auto-create-topics")
 	o.defaultReplicationFactor, _ = flags.GetInt("default-replication-factor")
 	o.logLevel, _ = flags.GetString("log-level")
 	o.sendfile, _ = flags.GetBool("sendfile")

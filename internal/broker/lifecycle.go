@@ -33,7 +33,11 @@ type Lifecycle struct {
 	target          metadata.BrokerID
 	controllerEpoch uint64
 	// inFlight is the registration or heartbeat awaiting its answer.
-	inFlight      *sentRequest
+	inFlight *sentRequest
+	// poll is the metadata fetch awaiting its answer (rule
+	// poll-again-at-once); pollAt the tick the next may go.
+	poll          *sentRequest
+	pollAt        int64
 	lastHeartbeat int64
 	// lastAnswer is the tick of the last answer from an active controller.
 	lastAnswer int64
@@ -67,6 +71,10 @@ type LifecycleConfig struct {
 	RequestTimeoutTicks int64
 	// MaxEntries bounds the metadata entries one answer carries.
 	MaxEntries int
+	// MetadataWaitTicks, when positive, has the broker learn metadata by
+	// long poll (quorum.FetchMetadataRequest), each fetch held by the
+	// controller up to this long; 0 leaves it to the heartbeats.
+	MetadataWaitTicks int64
 	// NewNode creates the node once the incarnation has an epoch.
 	NewNode func(metadata.BrokerEpoch) *Node
 	// FirstRequestID numbers this incarnation's requests from here on. It
@@ -144,6 +152,7 @@ func (l *Lifecycle) Tick() {
 		l.send(quorum.Request{Heartbeat: &quorum.HeartbeatRequest{Epoch: l.epoch, AppliedOffset: l.node.MetadataOffset(),
 			WantShutdown: l.shutdown, MaxEntries: l.config.MaxEntries}})
 	}
+	l.maybePoll()
 	if l.node != nil {
 		l.node.Tick()
 		l.Collect()
@@ -215,6 +224,9 @@ func (l *Lifecycle) TakeRequests() []Outgoing {
 // carried does not apply: the broker must stop.
 func (l *Lifecycle) HandleAnswer(answer quorum.Answer) error {
 	if answer.ControllerEpoch < l.controllerEpoch {
+		if l.poll != nil && answer.ID == l.poll.id {
+			l.poll = nil // poll the current controller instead
+		}
 		return nil // from a controller that has since lost its leadership
 	}
 	l.controllerEpoch = answer.ControllerEpoch
@@ -233,6 +245,9 @@ func (l *Lifecycle) HandleAnswer(answer quorum.Answer) error {
 			l.node.HandleAllocateProducerIDsResponse(block.FirstProducerID, block.Length, answer.ErrorCode)
 		}
 		return nil
+	}
+	if l.poll != nil && answer.ID == l.poll.id {
+		return l.handlePollAnswer(answer)
 	}
 	if l.inFlight == nil || answer.ID != l.inFlight.id {
 		return nil // late: the request was retried since
@@ -276,22 +291,8 @@ func (l *Lifecycle) handleHeartbeat(answer quorum.Answer) error {
 		return nil
 	}
 	heartbeat := answer.Heartbeat
-	if heartbeat.Snapshot != nil {
-		img, err := metadata.DecodeImage(heartbeat.Snapshot)
-		if err != nil {
-			return fmt.Errorf("broker %d: metadata snapshot: %w", l.config.ID, err)
-		}
-		if err := l.node.LoadImage(img); err != nil {
-			return err
-		}
-	}
-	if err := l.node.ApplyMetadata(heartbeat.Entries); err != nil {
+	if err := l.applyMetadata(heartbeat); err != nil {
 		return err
-	}
-	if heartbeat.Snapshot == nil && (l.config.MaxEntries <= 0 || len(heartbeat.Entries) < l.config.MaxEntries) {
-		if err := l.node.MarkCaughtUp(); err != nil {
-			return err
-		}
 	}
 	if l.shutdown && heartbeat.Fenced {
 		l.fenced = true
@@ -319,4 +320,81 @@ func (l *Lifecycle) handleAlterAnswer(change replica.ISRChange, answer quorum.An
 	if l.node != nil {
 		l.node.HandleAlterPartitionResponse(change.Partition, response)
 	}
+}
+
+// applyMetadata applies the committed metadata a heartbeat or a metadata
+// fetch carried. The two may overlap (both ask from the offset applied when
+// they were sent): the node skips entries it has applied, and a snapshot
+// no newer than the node's image is not loaded, so metadata never goes back.
+func (l *Lifecycle) applyMetadata(answer *quorum.HeartbeatAnswer) error {
+	if answer.Snapshot != nil {
+		img, err := metadata.DecodeImage(answer.Snapshot)
+		if err != nil {
+			return fmt.Errorf("broker %d: metadata snapshot: %w", l.config.ID, err)
+		}
+		if img.Offset() > l.node.MetadataOffset() {
+			if err := l.node.LoadImage(img); err != nil {
+				return err
+			}
+		}
+	}
+	if err := l.node.ApplyMetadata(answer.Entries); err != nil {
+		return err
+	}
+	if answer.Snapshot == nil && (l.config.MaxEntries <= 0 || len(answer.Entries) < l.config.MaxEntries) {
+		return l.node.MarkCaughtUp()
+	}
+	return nil
+}
+
+// maybePoll sends a metadata fetch when long poll is on, the node runs, and
+// none is out. Rule poll-again-at-once: after an answer the next fetch goes
+// at the same tick (HandleAnswer), so the broker always has one held at the
+// controller and learns a committed record one round trip after it
+// commits, not at its next heartbeat (a topic just created through another
+// broker would be UNKNOWN_TOPIC_OR_PARTITION here meanwhile). A fetch that
+// gets no answer within its wait plus the request timeout is given up and
+// sent again.
+func (l *Lifecycle) maybePoll() {
+	wait := l.config.MetadataWaitTicks
+	if wait <= 0 || l.node == nil {
+		return
+	}
+	if l.poll != nil && l.now-l.poll.sentAt >= wait+l.config.RequestTimeoutTicks {
+		l.poll = nil
+	}
+	if l.poll != nil || l.now < l.pollAt {
+		return
+	}
+	l.nextID++
+	request := quorum.Request{ID: l.nextID, From: l.config.ID, FetchMetadata: &quorum.FetchMetadataRequest{Epoch: l.epoch,
+		AppliedOffset: l.node.MetadataOffset(), MaxEntries: l.config.MaxEntries, MaxWaitTicks: wait}}
+	l.poll = &sentRequest{id: request.ID, sentAt: l.now}
+	l.outgoing = append(l.outgoing, Outgoing{To: l.target, Request: request})
+}
+
+// handlePollAnswer applies a metadata fetch's answer and polls again: at
+// once after metadata, at the next tick after NOT_CONTROLLER (following
+// the hint), a heartbeat interval later after any other error (the
+// heartbeats deal with a stale epoch).
+func (l *Lifecycle) handlePollAnswer(answer quorum.Answer) error {
+	l.poll = nil
+	switch {
+	case answer.ErrorCode == kerr.NotController.Code:
+		l.pollAt = l.now + l.config.HeartbeatTicks // no hint: the heartbeats look for the controller
+		if answer.Leader != metadata.NoBroker && answer.Leader != l.target {
+			l.retarget(answer.Leader)
+			l.pollAt = l.now + 1
+		}
+		return nil
+	case answer.ErrorCode != 0 || answer.Heartbeat == nil || l.node == nil:
+		l.pollAt = l.now + l.config.HeartbeatTicks
+		return nil
+	}
+	l.lastAnswer = l.now
+	if err := l.applyMetadata(answer.Heartbeat); err != nil {
+		return err
+	}
+	l.maybePoll()
+	return nil
 }

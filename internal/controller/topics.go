@@ -127,6 +127,11 @@ func topicExists(img *metadata.Image, name string) bool {
 	return ok
 }
 
+// ValidTopicName reports whether a name passes Kafka's rules for a topic
+// name (validTopicName): the front end checks it before it creates a topic
+// on its own (auto.create.topics.enable).
+func ValidTopicName(name string) bool { return validTopicName(name) }
+
 // validTopicName applies Kafka's rules (Topic.validate): 1 to 249
 // characters from [a-zA-Z0-9._-], and not "." or "..".
 func validTopicName(name string) bool {

@@ -252,6 +252,31 @@ func (b *backend) validatePartitions(grow controller.CreatePartitionsRequest) in
 	return code
 }
 
+// MaxAutoCreatesInFlight bounds the topics one broker is having created for
+// Metadata requests at a time (auto.create.topics.enable): a client asking
+// for many unknown names cannot fill the controller's queue. Past it a
+// name is not forwarded; it stays LEADER_NOT_AVAILABLE, and the client's
+// next Metadata asks again.
+const MaxAutoCreatesInFlight = 64
+
+// AutoCreateTopic forwards the creation of a topic a Metadata request named
+// to the controller, as a KRaft broker's AutoTopicCreationManager does,
+// once per name at a time (rule one-auto-create-per-name: every producer
+// of a new topic refreshes its metadata every few milliseconds, and each
+// refresh would otherwise be another CreateTopic). Its answer is not
+// awaited by anyone: TOPIC_ALREADY_EXISTS (a race with another broker or
+// client) is as good as success, and a failure is retried by the client's
+// next Metadata.
+func (b *backend) AutoCreateTopic(topic controller.CreateTopicRequest) {
+	if b.autoCreating[topic.Name] || len(b.autoCreating) >= MaxAutoCreatesInFlight {
+		return
+	}
+	b.autoCreating[topic.Name] = true
+	b.callController(quorum.Request{CreateTopic: &topic}, defaultCallTimeoutTicks, func(quorum.Answer) {
+		delete(b.autoCreating, topic.Name)
+	})
+}
+
 // DeleteTopics forwards one DeleteTopic per topic, named by name or by id;
 // each is answered once this broker no longer sees that topic.
 func (b *backend) DeleteTopics(topics []wire.TopicRef, timeoutTicks int64, done func([]int16)) {

@@ -40,7 +40,8 @@ func (b *backend) Cluster() wire.Cluster {
 	self := b.config.ID
 	cluster := wire.Cluster{ClusterID: b.config.ClusterID, BrokerID: self, Config: wire.BrokerConfig{
 		DefaultPartitions: b.config.DefaultPartitions, DefaultReplicationFactor: b.config.DefaultReplicationFactor, MinInsyncReplicas: 1,
-		SegmentBytes: b.config.SegmentBytes, RetentionBytes: b.config.RetentionBytes, RetentionMs: b.config.RetentionMs,
+		AutoCreateTopics: b.config.AutoCreateTopics,
+		SegmentBytes:     b.config.SegmentBytes, RetentionBytes: b.config.RetentionBytes, RetentionMs: b.config.RetentionMs,
 		MessageMaxBytes: b.config.MaxBatchBytes,
 	}}
 	if cluster.Config.RetentionMs == 0 {

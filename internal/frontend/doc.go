@@ -12,8 +12,10 @@
 // watermark a follower has not yet been sent), ListOffsets,
 // OffsetsForLeaderEpoch, InitProducerId, admin requests forwarded to the
 // active controller (KIP-590) and answered once this broker's metadata
-// shows the change, and the refusal of follower fetches without a broker
-// epoch (KIP-903).
+// shows the change, the creation of topics a Metadata request named
+// (auto.create.topics.enable, once per name at a time, bounded by
+// MaxAutoCreatesInFlight), and the refusal of follower fetches without a
+// broker epoch (KIP-903).
 //
 // What it never touches: sockets, the clock, files (the broker's logs sit
 // behind disk.FS), goroutines, randomness of its own. Time comes in as

@@ -28,8 +28,11 @@ type Config struct {
 	// DescribeConfigs reports.
 	DefaultPartitions        int
 	DefaultReplicationFactor int
-	SegmentBytes             int64
-	MaxBatchBytes            int64
+	// AutoCreateTopics is auto.create.topics.enable: a Metadata request
+	// naming an unknown topic creates it (wire's handleMetadata).
+	AutoCreateTopics bool
+	SegmentBytes     int64
+	MaxBatchBytes    int64
 	// RetentionMs and RetentionBytes are log.retention.ms and
 	// log.retention.bytes as the node enforces them (broker.Config), for
 	// DescribeConfigs: zero means Kafka's defaults (seven days, no limit).
@@ -94,9 +97,13 @@ type FrontEnd struct {
 	followerHW map[followerPartition]record.Offset
 	// calls are the controller requests in flight, by request id; visible
 	// the successful ones waiting for this broker's image to show them.
-	calls    map[uint64]*controllerCall
-	visible  []*visibleWait
-	nextCall uint64
+	calls   map[uint64]*controllerCall
+	visible []*visibleWait
+	// autoCreating are the topics this broker asked the controller to
+	// create for a Metadata request, until answered (at most
+	// MaxAutoCreatesInFlight).
+	autoCreating map[string]bool
+	nextCall     uint64
 	// controllerOut are forwarded requests to send.
 	controllerOut []broker.Outgoing
 	// lastMiss is when a request last named a topic or partition this
@@ -127,7 +134,8 @@ func New(config Config, lifecycle *broker.Lifecycle) (*FrontEnd, error) {
 	}
 	fe := &FrontEnd{config: config, lifecycle: lifecycle, fetcher: f, controllerHint: metadata.NoBroker, clockMs: -1, volume: UnknownVolume,
 		pending: map[broker.ClientID]pendingClient{}, calls: map[uint64]*controllerCall{},
-		followerHW: map[followerPartition]record.Offset{}}
+		autoCreating: map[string]bool{},
+		followerHW:   map[followerPartition]record.Offset{}}
 	handler, err := wire.New(config.Wire, (*backend)(fe))
 	if err != nil {
 		return nil, err

@@ -34,6 +34,10 @@ func (q *Quorum) deactivate() {
 		q.out = append(q.out, q.notController(w.request))
 	}
 	q.waiting = nil
+	for _, poll := range q.polls {
+		q.out = append(q.out, q.notController(poll.request))
+	}
+	q.polls = nil
 }
 
 func (q *Quorum) notController(request Request) Answer {
@@ -47,6 +51,10 @@ func (q *Quorum) notController(request Request) Answer {
 func (q *Quorum) HandleRequest(request Request) error {
 	if !q.active {
 		q.out = append(q.out, q.notController(request))
+		return nil
+	}
+	if request.FetchMetadata != nil {
+		q.holdPoll(request)
 		return nil
 	}
 	answer := Answer{ID: request.ID, To: request.From, ControllerEpoch: q.activeTerm, Leader: q.config.ID}

@@ -69,6 +69,9 @@ type Config struct {
 	MaxWaitingAnswers int
 	// MaxEntryBytes bounds one proposal.
 	MaxEntryBytes int
+	// MaxMetadataWaitTicks bounds how long a metadata fetch is held
+	// (FetchMetadataRequest); 0 answers every fetch at once.
+	MaxMetadataWaitTicks int64
 	// Logger receives raft's log; nil discards it.
 	Logger raft.Logger
 	// Random is where the controller draws topic ids (KIP-516): the
@@ -141,6 +144,9 @@ type Quorum struct {
 	waiting []waitingAnswer
 	// lastHeartbeat is each broker's last heartbeat tick, for fencing.
 	lastHeartbeat map[metadata.BrokerID]int64
+	// polls are the metadata fetches held until there is newer committed
+	// metadata or their wait is up: at most one per broker (metadata_poll.go).
+	polls []heldPoll
 
 	// out holds answers ready to go; snapshot a snapshot to store.
 	out      []Answer
@@ -259,6 +265,7 @@ func (q *Quorum) Tick() {
 	if q.active {
 		q.fenceExpired()
 		q.assignMissingTopicIDs()
+		q.releasePolls()
 	}
 }
 

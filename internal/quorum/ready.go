@@ -100,6 +100,7 @@ func (q *Quorum) Advance() error {
 	q.raw.Advance(*rd)
 	q.observeRole()
 	q.releaseWaiting()
+	q.releasePolls()
 	q.maybeSnapshot()
 	return nil
 }

@@ -27,6 +27,25 @@ type Request struct {
 	AllocateProducerIDs *AllocateProducerIDsRequest
 	// CreatePartitions grows a topic (KIP-195).
 	CreatePartitions *controller.CreatePartitionsRequest
+	// FetchMetadata is a long poll for the committed metadata after the
+	// broker's applied offset (KRaft brokers fetch the metadata log).
+	FetchMetadata *FetchMetadataRequest
+}
+
+// FetchMetadataRequest asks for the committed metadata after AppliedOffset,
+// as a KRaft broker's fetch of the metadata log does: the active controller
+// holds it until there is something newer or MaxWaitTicks pass, then
+// answers it with a HeartbeatAnswer (entries, or a snapshot, and the
+// broker's state). It keeps no session alive: heartbeats do that.
+type FetchMetadataRequest struct {
+	Epoch metadata.BrokerEpoch
+	// AppliedOffset is the last metadata offset the broker applied.
+	AppliedOffset int64
+	// MaxEntries bounds the metadata entries the answer carries.
+	MaxEntries int
+	// MaxWaitTicks bounds how long the controller holds the request; it is
+	// cut to the controller's MaxMetadataWaitTicks.
+	MaxWaitTicks int64
 }
 
 // AllocateProducerIDsRequest asks for a block of producer ids for the
@@ -99,7 +118,7 @@ type RegisterAnswer struct {
 	Epoch metadata.BrokerEpoch
 }
 
-// HeartbeatAnswer carries the committed metadata that follows the broker's
+// HeartbeatAnswer answers a heartbeat or a metadata fetch. It carries the committed metadata that follows the broker's
 // applied offset: entries in order, or, when the broker is further behind
 // than the controller keeps entries, a snapshot of the image to load first.
 type HeartbeatAnswer struct {
@@ -131,6 +150,9 @@ func (r Request) String() string {
 		return fmt.Sprintf("create-partitions %s count=%d", r.CreatePartitions.Topic, r.CreatePartitions.Count)
 	case r.AllocateProducerIDs != nil:
 		return fmt.Sprintf("allocate-producer-ids b%d epoch=%d", r.From, r.AllocateProducerIDs.BrokerEpoch)
+	case r.FetchMetadata != nil:
+		return fmt.Sprintf("fetch-metadata b%d epoch=%d applied=%d wait=%d", r.From, r.FetchMetadata.Epoch, r.FetchMetadata.AppliedOffset,
+			r.FetchMetadata.MaxWaitTicks)
 	}
 	return "empty request"
 }

@@ -38,6 +38,9 @@ const (
 	// alone keeps kindDeleteTopic, as sent before topic ids.
 	kindDeleteTopicID
 	kindCreatePartitions
+	// kindFetchMetadata is a metadata long poll; its answer has the
+	// heartbeat answer's kind and shape.
+	kindFetchMetadata
 )
 
 // EncodeRequest appends a request to dst.
@@ -84,6 +87,12 @@ func EncodeRequest(dst []byte, r Request) []byte {
 	case r.CreatePartitions != nil:
 		e.Byte(kindCreatePartitions)
 		encodeCreatePartitions(e, r.CreatePartitions)
+	case r.FetchMetadata != nil:
+		e.Byte(kindFetchMetadata)
+		e.Varint(int64(r.FetchMetadata.Epoch))
+		e.Varint(r.FetchMetadata.AppliedOffset)
+		e.Varint(int64(r.FetchMetadata.MaxEntries))
+		e.Varint(r.FetchMetadata.MaxWaitTicks)
 	default:
 		e.Byte(0)
 	}
@@ -149,6 +158,9 @@ func DecodeRequest(b []byte) (Request, error) {
 		r.AllocateProducerIDs = &AllocateProducerIDsRequest{BrokerEpoch: metadata.BrokerEpoch(d.Varint())}
 	case kindCreatePartitions:
 		r.CreatePartitions = decodeCreatePartitions(d)
+	case kindFetchMetadata:
+		r.FetchMetadata = &FetchMetadataRequest{Epoch: metadata.BrokerEpoch(d.Varint()), AppliedOffset: d.Varint(), MaxEntries: int(d.Int32()),
+			MaxWaitTicks: d.Varint()}
 	default:
 		d.Fail(fmt.Errorf("request kind %d", kind))
 	}

@@ -27,6 +27,7 @@ func sampleRequests() []Request {
 		{ID: 5, From: 1, DeleteTopic: &DeleteTopicRequest{ID: metadata.TopicID{3, 15: 7}}},
 		{ID: 6, From: 1, ElectPreferred: &ElectPreferredRequest{Partitions: []metadata.TopicPartition{tp}}},
 		{ID: 7, From: 2, AllocateProducerIDs: &AllocateProducerIDsRequest{BrokerEpoch: 12}},
+		{ID: 8, From: 2, FetchMetadata: &FetchMetadataRequest{Epoch: 12, AppliedOffset: 40, MaxEntries: 500, MaxWaitTicks: 50}},
 	}
 }
 

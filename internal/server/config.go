@@ -78,6 +78,10 @@ type Config struct {
 	// time refuses the topic with INVALID_REPLICATION_FACTOR, as in Kafka.
 	DefaultPartitions        int
 	DefaultReplicationFactor int
+	// DisableAutoCreateTopics is auto.create.topics.enable=false: by
+	// default, as in Kafka, a Metadata request naming a topic that does not
+	// exist (and allowing it) creates it with the two defaults above.
+	DisableAutoCreateTopics bool
 	// KafkaIdleTimeout closes a Kafka connection that sends no request for
 	// that long (connections.max.idle.ms); KafkaMaxInFlight bounds the
 	// requests one connection has read and not yet been answered.

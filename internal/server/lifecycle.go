@@ -23,6 +23,13 @@ import (
 // incarnation that wrote it (KIP-966's PreviousBrokerEpoch).
 const epochFile = "broker-epoch"
 
+// metadataFetchMaxWait is how long the active controller holds a broker's
+// metadata fetch with nothing new (quorum.FetchMetadataRequest): a KRaft
+// broker's fetch of the metadata log waits as long by default
+// (replica.fetch.max.wait.ms). A committed record reaches every broker
+// one round trip after it commits, whatever the wait.
+const metadataFetchMaxWait = 500 * time.Millisecond
+
 func (s *Server) openLifecycle(endpoint string) error {
 	previous := metadata.NoBrokerEpoch
 	if text, err := os.ReadFile(path.Join(s.config.DataDir, epochFile)); err == nil {
@@ -36,7 +43,7 @@ func (s *Server) openLifecycle(endpoint string) error {
 	lifecycle, err := broker.NewLifecycle(broker.LifecycleConfig{
 		ID: c.ID, Incarnation: fmt.Sprintf("b%d-%d", c.ID, time.Now().UnixNano()), PreviousEpoch: previous, Endpoint: endpoint,
 		Voters: c.voters(), HeartbeatTicks: c.ticks(c.BrokerHeartbeat), RequestTimeoutTicks: c.ticks(2 * c.BrokerHeartbeat),
-		MaxEntries: 10000, NewNode: s.newNode,
+		MaxEntries: 10000, NewNode: s.newNode, MetadataWaitTicks: c.ticks(metadataFetchMaxWait),
 		// Nanoseconds since 1970 grow faster than any incarnation numbers
 		// requests, so two starts never share ids.
 		FirstRequestID: uint64(time.Now().UnixNano()),
@@ -47,7 +54,7 @@ func (s *Server) openLifecycle(endpoint string) error {
 	s.lifecycle = lifecycle
 	s.frontend, err = frontend.New(frontend.Config{ID: c.ID, ClusterID: clusterID(c.Controllers), Advertised: endpoint,
 		KafkaListeners: c.KafkaListeners, DefaultPartitions: c.DefaultPartitions, DefaultReplicationFactor: c.DefaultReplicationFactor,
-		SegmentBytes: c.segmentBytes(), MaxBatchBytes: maxBatchBytes, Wire: s.kafka.wire, Fetcher: c.fetcherConfig(),
+		AutoCreateTopics: !c.DisableAutoCreateTopics, SegmentBytes: c.segmentBytes(), MaxBatchBytes: maxBatchBytes, Wire: s.kafka.wire, Fetcher: c.fetcherConfig(),
 		MaxWaitingFetches: c.KafkaMaxWaitingFetches, RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes,
 		LogDir: c.partitionsDir()}, lifecycle)
 	return err

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tidelog/tide/internal/metadata"
@@ -38,10 +39,28 @@ func (w *world) adminStep() {
 	case 0:
 		metadataRequest := kmsg.NewPtrMetadataRequest()
 		metadataRequest.Version = int16(w.random.IntN(13))
-		if w.random.IntN(2) == 0 {
+		metadataRequest.AllowAutoTopicCreation = false
+		switch {
+		case w.random.IntN(2) == 0:
 			topic := kmsg.NewMetadataRequestTopic()
 			topic.Topic = kmsg.StringPtr(workloadTopic)
 			metadataRequest.Topics = append(metadataRequest.Topics, topic)
+		case metadataRequest.Version >= 4:
+			// A producer's first Metadata for a topic that does not exist
+			// (auto.create.topics.enable): a new scratch topic, created
+			// through the front end's controller forwarding.
+			w.admin.scratch++
+			name := fmt.Sprintf("scratch-%d", w.admin.scratch)
+			topic := kmsg.NewMetadataRequestTopic()
+			topic.Topic = kmsg.StringPtr(name)
+			metadataRequest.Topics, metadataRequest.AllowAutoTopicCreation = append(metadataRequest.Topics, topic), true
+			w.client(adminClient).send(to, metadataRequest, func(response kmsg.Response, ok bool) {
+				if metadataResponse, decoded := response.(*kmsg.MetadataResponse); ok && decoded && len(metadataResponse.Topics) == 1 &&
+					metadataResponse.Topics[0].ErrorCode == kerr.LeaderNotAvailable.Code {
+					w.stats.autoCreates++
+				}
+			})
+			return
 		}
 		request = metadataRequest
 	case 1:
@@ -100,6 +119,11 @@ func (w *world) adminStep() {
 	}
 	w.client(adminClient).send(to, request, func(kmsg.Response, bool) {})
 }
+
+// AutoCreates counts the Metadata requests of the admin workload that named
+// a new topic and were answered LEADER_NOT_AVAILABLE: the topic is being
+// created (auto.create.topics.enable).
+func (s Stats) AutoCreates() int { return s.autoCreates }
 
 // APIRequests counts, by API key, the Kafka requests brokers' front ends
 // took in a run: what the simulator exercised of the protocol.

@@ -31,6 +31,9 @@ const (
 	// controllerRequestTicks is how long a broker waits for an answer
 	// before it asks the next controller.
 	controllerRequestTicks = 20
+	// metadataFetchMaxWaitTicks is how long a controller holds a broker's
+	// metadata fetch with nothing new: the production default of 500 ms.
+	metadataFetchMaxWaitTicks = 50
 )
 
 // adminID is the sender of the simulator's own admin requests (topic
@@ -52,7 +55,8 @@ func (w *world) startController(b *brokerProcess) {
 	w.withRaft(func() {
 		c.q, err = quorum.New(quorum.Config{ID: c.id, Voters: w.voters, Storage: storage,
 			ElectionTicks: raftElectionTicks, HeartbeatTicks: raftHeartbeatTicks, SessionTimeoutTicks: sessionTimeoutTicks,
-			SnapshotEntries: 200, MaxHistoryEntries: 400, MaxWaitingAnswers: 1000, MaxEntryBytes: 1 << 20, Random: w.topicIDRandom})
+			SnapshotEntries: 200, MaxHistoryEntries: 400, MaxWaitingAnswers: 1000, MaxEntryBytes: 1 << 20, Random: w.topicIDRandom,
+			MaxMetadataWaitTicks: metadataFetchMaxWaitTicks})
 	})
 	if err != nil {
 		panic(fmt.Sprintf("c%d: %v", c.id, err))

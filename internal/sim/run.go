@@ -34,6 +34,8 @@ type Stats struct {
 	blackholes int
 	// apiRequests counts the Kafka requests brokers took, by API key.
 	apiRequests map[int16]int
+	// autoCreates are Metadata requests that began a topic's creation.
+	autoCreates int
 	zombies     int
 	// The metadata quorum's faults.
 	controllerCrashes    int

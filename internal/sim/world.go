@@ -163,7 +163,7 @@ func (w *world) startBroker(b *brokerProcess) {
 		ID: b.id, Incarnation: fmt.Sprintf("b%d-%d", b.id, b.incarnation), PreviousEpoch: b.cleanEpoch,
 		Endpoint: kafkaAddress(b.id),
 		Voters:   w.voters, HeartbeatTicks: heartbeatTicks, RequestTimeoutTicks: controllerRequestTicks,
-		MaxEntries: maxMetadataPerAnswer, NewNode: func(epoch metadata.BrokerEpoch) *broker.Node { return w.newNode(b, epoch) },
+		MaxEntries: maxMetadataPerAnswer, MetadataWaitTicks: metadataFetchMaxWaitTicks, NewNode: func(epoch metadata.BrokerEpoch) *broker.Node { return w.newNode(b, epoch) },
 		FirstRequestID: uint64(b.incarnation) << 40,
 	})
 	if err != nil {
@@ -183,7 +183,7 @@ func (w *world) frontendConfig(id metadata.BrokerID) frontend.Config {
 	wireConfig := wire.DefaultConfig()
 	wireConfig.Random = w.wireRandom
 	return frontend.Config{ID: id, ClusterID: "tide-sim", Advertised: kafkaAddress(id),
-		DefaultPartitions: 1, DefaultReplicationFactor: 1, SegmentBytes: 64 << 10, MaxBatchBytes: int64(w.shape.maxBatchBytes),
+		DefaultPartitions: 1, DefaultReplicationFactor: 1, AutoCreateTopics: true, SegmentBytes: 64 << 10, MaxBatchBytes: int64(w.shape.maxBatchBytes),
 		Wire: wireConfig, MaxWaitingFetches: 4096, LogDir: "data",
 		Fetcher: fetcher.Config{Broker: id, MaxWaitMillis: replicaFetchMaxWaitTicks * 10, MinBytes: 1, MaxBytes: 10 << 20,
 			FetchTimeoutTicks: replicaFetchMaxWaitTicks + replicaRequestTimeoutTicks, RequestTimeoutTicks: replicaRequestTimeoutTicks,

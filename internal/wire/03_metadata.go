@@ -2,7 +2,9 @@ package wire
 
 import (
 	"slices"
+	"strings"
 
+	"github.com/tidelog/tide/internal/controller"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,9 +20,18 @@ import (
 //
 //   - v0: an empty topic list means all topics; v1+: null means all, empty
 //     means none.
-//   - v4+ AllowAutoTopicCreation is ignored: tide never creates topics on
-//     Metadata, so an unknown topic is UNKNOWN_TOPIC_OR_PARTITION; create
-//     it with CreateTopics.
+//   - Auto topic creation (Kafka's auto.create.topics.enable, its
+//     AutoTopicCreationManager): a topic asked for by name that does not
+//     exist, when the request allows it (v4+ AllowAutoTopicCreation; always
+//     below v4) and BrokerConfig.AutoCreateTopics is on, is handed to
+//     Backend.AutoCreateTopic with num.partitions and
+//     default.replication.factor, and answered LEADER_NOT_AVAILABLE, which
+//     clients retry until it exists. Without either, it is
+//     UNKNOWN_TOPIC_OR_PARTITION. An invalid name is INVALID_TOPIC_EXCEPTION;
+//     an internal one ("__" prefix, such as __consumer_offsets) is never
+//     created this way (rule no-auto-create-internal: a typo'd or
+//     client-probed internal name would otherwise become a user topic with
+//     the wrong settings), so it stays UNKNOWN_TOPIC_OR_PARTITION.
 //   - v5+ OfflineReplicas: replicas on brokers the Backend does not list.
 //   - v7+ LeaderEpoch (KIP-320): clients use it to fence their fetches and
 //     to detect log truncation after a leader change.
@@ -75,6 +86,7 @@ func (h *Handler) handleMetadata(x *exchange) error {
 		x.respond(response)
 		return nil
 	}
+	autoCreate := cluster.Config.AutoCreateTopics && (request.Version < 4 || request.AllowAutoTopicCreation)
 	seen := make(map[string]bool, len(request.Topics))
 	for _, asked := range request.Topics {
 		if asked.Topic == nil {
@@ -89,11 +101,30 @@ func (h *Handler) handleMetadata(x *exchange) error {
 		}
 		if !seen[*asked.Topic] {
 			seen[*asked.Topic] = true
-			response.Topics = append(response.Topics, h.metadataTopic(*asked.Topic, live, epochs))
+			entry := h.metadataTopic(*asked.Topic, live, epochs)
+			if entry.ErrorCode == kerr.UnknownTopicOrPartition.Code && autoCreate {
+				entry.ErrorCode = h.autoCreateTopic(*asked.Topic, cluster.Config)
+			}
+			response.Topics = append(response.Topics, entry)
 		}
 	}
 	x.respond(response)
 	return nil
+}
+
+// autoCreateTopic asks the Backend to create a topic a Metadata request
+// named, and returns the code that topic is answered with meanwhile.
+func (h *Handler) autoCreateTopic(name string, broker BrokerConfig) int16 {
+	switch {
+	case !controller.ValidTopicName(name):
+		return kerr.InvalidTopicException.Code
+	case strings.HasPrefix(name, "__"):
+		return kerr.UnknownTopicOrPartition.Code // rule no-auto-create-internal
+	}
+	h.backend.AutoCreateTopic(controller.CreateTopicRequest{Name: name, Partitions: broker.DefaultPartitions,
+		ReplicationFactor: broker.DefaultReplicationFactor, Config: metadata.TopicConfig{MinInsyncReplicas: broker.MinInsyncReplicas,
+			UncleanLeaderElection: broker.UncleanLeaderElection, ReplicationFactor: broker.DefaultReplicationFactor}})
+	return kerr.LeaderNotAvailable.Code
 }
 
 func metadataBroker(broker Broker) kmsg.MetadataResponseBroker {

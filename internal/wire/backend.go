@@ -77,6 +77,12 @@ type Backend interface {
 	// LogDir describes this broker's log directory and every partition it
 	// holds there (DescribeLogDirs); the Handler filters it.
 	LogDir() LogDir
+	// AutoCreateTopic creates a topic a Metadata request named (Kafka's
+	// auto.create.topics.enable), with its defaults filled in; nothing is
+	// answered: the client sees it in a later Metadata. The Backend may
+	// drop it (one already under way, or past its limit): the client asks
+	// again.
+	AutoCreateTopic(topic controller.CreateTopicRequest)
 	// DeleteTopics deletes the topics, each named by name or by id, and
 	// answers one error code per topic, in request order.
 	DeleteTopics(topics []TopicRef, timeoutTicks int64, done func([]int16))
@@ -123,6 +129,9 @@ type BrokerConfig struct {
 	DefaultPartitions int
 	// DefaultReplicationFactor is default.replication.factor.
 	DefaultReplicationFactor int
+	// AutoCreateTopics is auto.create.topics.enable: a Metadata request
+	// naming a topic that does not exist creates it.
+	AutoCreateTopics bool
 	// MinInsyncReplicas is min.insync.replicas, the default for new topics.
 	MinInsyncReplicas int
 	// UncleanLeaderElection is unclean.leader.election.enable.

@@ -51,6 +51,7 @@ func (emptyBroker) LogDir() wire.LogDir {
 	return wire.LogDir{Path: "/data", TotalBytes: -1, UsableBytes: -1}
 }
 func (emptyBroker) TopicByID(metadata.TopicID) (metadata.Topic, bool) { return metadata.Topic{}, false }
+func (emptyBroker) AutoCreateTopic(controller.CreateTopicRequest)     {}
 func (emptyBroker) DeleteTopics(names []wire.TopicRef, _ int64, done func([]int16)) {
 	done(make([]int16, len(names)))
 }

@@ -17,9 +17,11 @@ import (
 // answers synchronously unless told to hold answers, and parks fetches that
 // find no data until a produce or an expiry, like a broker's long poll.
 type fakeBackend struct {
-	cluster    Cluster
-	topics     map[string]*fakeTopic
-	producerID ProducerID
+	// autoCreated are the topics AutoCreateTopic was asked for.
+	autoCreated []controller.CreateTopicRequest
+	cluster     Cluster
+	topics      map[string]*fakeTopic
+	producerID  ProducerID
 	// holdProduce keeps produce answers in held until releaseProduce.
 	holdProduce bool
 	held        []func()
@@ -453,6 +455,12 @@ func (f *fakeBackend) CreatePartitions(request CreatePartitionsRequest, done fun
 		}
 	}
 	done(codes)
+}
+
+// AutoCreateTopic records the creation; the topic exists from the next
+// request on, as a front end's would once its metadata shows it.
+func (f *fakeBackend) AutoCreateTopic(topic controller.CreateTopicRequest) {
+	f.autoCreated = append(f.autoCreated, topic)
 }
 
 func (f *fakeBackend) DeleteTopics(topics []TopicRef, timeoutTicks int64, done func([]int16)) {
