@@ -52,6 +52,10 @@ const (
 	// timeout of silence, so Ctrl-C returns sooner.
 	devSessionTimeout = 3 * time.Second
 	devHeartbeat      = 250 * time.Millisecond
+	// devLeaderImbalanceCheckInterval is shorter than Kafka's 300 s, so
+	// that after a restart from --dir leadership spreads over the brokers
+	// again within seconds rather than minutes.
+	devLeaderImbalanceCheckInterval = 10 * time.Second
 )
 
 type devOptions struct {
@@ -60,6 +64,7 @@ type devOptions struct {
 	controllerPort int
 	dir            string
 	verbose        bool
+	rebalance      rebalanceOptions
 	// brokersGiven says --brokers was on the command line: a restart from
 	// --dir otherwise takes the count the directory holds.
 	brokersGiven bool
@@ -89,6 +94,11 @@ followers replicate from their leaders over TCP with Kafka's own Fetch
 requests, and an acks=all produce is answered once every in-sync replica
 has the records on its disk.
 
+The controller elects each partition's preferred replica back by itself
+(auto.leader.rebalance.enable, as tide serve), checking every 10 s rather
+than Kafka's 300 s, so that after a restart from --dir leadership spreads
+over the brokers again without tide topic elect-preferred.
+
 Ctrl-C (or SIGTERM) stops every broker with a controlled shutdown; a
 second Ctrl-C exits at once.`,
 		Args: exactArgs(0, "no arguments"),
@@ -105,6 +115,7 @@ second Ctrl-C exits at once.`,
 	flags.IntVar(&options.controllerPort, "controller-port", devControllerPortDefault, "broker 1's controller listener port, the next brokers' the ports after it; 0 picks free ones")
 	flags.StringVar(&options.dir, "dir", "", "the data directory, created or reused (default: a new temporary directory)")
 	flags.BoolVar(&options.verbose, "verbose", false, "log at info level (default: warnings and errors only)")
+	registerRebalanceFlags(flags, &options.rebalance, devLeaderImbalanceCheckInterval)
 	return command
 }
 
@@ -179,6 +190,7 @@ func runDev(ctx context.Context, options devOptions, out, errOut io.Writer) erro
 	if err != nil {
 		return err
 	}
+	layout.rebalance = options.rebalance
 	if layout.dir, err = devDataDir(options.dir); err != nil {
 		for _, l := range layout.listeners {
 			l.Close()
@@ -241,6 +253,8 @@ type devLayout struct {
 	// handed to the nodes so that no other process takes a port between
 	// the check and the start.
 	listeners []net.Listener
+	// rebalance is every node's leader rebalance.
+	rebalance rebalanceOptions
 }
 
 // planDev chooses the addresses and binds them all, so that a port in use
@@ -325,6 +339,7 @@ func (l devLayout) configs(logger *slog.Logger) []server.Config {
 			DataDir: filepath.Join(l.dir, nodeDirName(i+1)), KafkaListeners: maps.Clone(listeners),
 			SessionTimeout: devSessionTimeout, BrokerHeartbeat: devHeartbeat,
 			DefaultReplicationFactor: min(devReplicationFactorMax, l.brokers()), Logger: logger}
+		l.rebalance.apply(&configs[i])
 	}
 	return configs
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidelog/tide/internal/commitlog"
 	"github.com/tidelog/tide/internal/disk"
@@ -138,7 +139,8 @@ func TestServePropertiesFile(t *testing.T) {
 	properties := filepath.Join(dir, "server.properties")
 	text := "# a node\nnode.id=2\ncontroller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9094\nlog.dirs=" + dir +
 		"\nbroker.session.timeout.ms=4000\nbroker.heartbeat.interval.ms=250\ntide.kafka.listeners=1@127.0.0.1:9092,2@127.0.0.1:9192\n" +
-		"num.partitions=3\ndefault.replication.factor=2\n"
+		"num.partitions=3\ndefault.replication.factor=2\n" +
+		"auto.leader.rebalance.enable=false\nleader.imbalance.check.interval.seconds=30\nleader.imbalance.per.broker.percentage=25\n"
 	if err := os.WriteFile(properties, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +158,8 @@ func TestServePropertiesFile(t *testing.T) {
 	}
 	if config.ID != 1 || len(config.Controllers) != 2 || config.DataDir != dir ||
 		config.SessionTimeout.Milliseconds() != 4000 || config.BrokerHeartbeat.Milliseconds() != 250 || len(config.KafkaListeners) != 2 ||
-		config.DefaultPartitions != 3 || config.DefaultReplicationFactor != 2 {
+		config.DefaultPartitions != 3 || config.DefaultReplicationFactor != 2 ||
+		!config.NoAutoLeaderRebalance || config.LeaderImbalanceCheckInterval != 30*time.Second || config.LeaderImbalancePercentage != 25 {
 		t.Fatalf("got %+v", config)
 	}
 }

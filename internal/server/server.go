@@ -159,7 +159,8 @@ func (s *Server) openQuorum() error {
 	s.quorum, err = quorum.New(quorum.Config{ID: c.ID, Voters: c.voters(), Storage: storage,
 		ElectionTicks: int(c.ticks(c.ElectionTimeout)), HeartbeatTicks: int(c.ticks(c.RaftHeartbeat)),
 		SessionTimeoutTicks: c.ticks(c.SessionTimeout), SnapshotEntries: 10000, MaxHistoryEntries: 20000,
-		MaxWaitingAnswers: 10000, MaxEntryBytes: 512 << 10, Logger: raftLogger{s.log}, Random: rand.Reader})
+		MaxWaitingAnswers: 10000, MaxEntryBytes: 512 << 10, Logger: raftLogger{s.log}, Random: rand.Reader,
+		LeaderRebalanceTicks: c.leaderRebalanceTicks(), LeaderImbalancePercentage: c.LeaderImbalancePercentage})
 	if err != nil {
 		storage.Close()
 		return err
