@@ -153,6 +153,9 @@ func (o devOptions) validate() error {
 	if o.brokers < 1 || o.brokers > devBrokersMax {
 		return fmt.Errorf("--brokers %d: want 1 to %d", o.brokers, devBrokersMax)
 	}
+	if err := o.rebalance.validate(); err != nil {
+		return err
+	}
 	for _, port := range []struct {
 		flag  string
 		first int

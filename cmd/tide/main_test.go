@@ -50,7 +50,10 @@ func TestBadCommandLineIsAUsageError(t *testing.T) {
 		{"serve", "--config", properties}, {"serve", "--config", "/no/such/file"},
 		// Free ports: were the bad value accepted, the node would serve
 		// rather than fail the test on a busy port.
-		{"serve", "--id", "1", "--controllers", "1@" + freeAddress(t), "--kafka-listen", freeAddress(t), "--data-dir", t.TempDir(), "--default-replication-factor", "-1"}} {
+		{"serve", "--id", "1", "--controllers", "1@" + freeAddress(t), "--kafka-listen", freeAddress(t), "--data-dir", t.TempDir(), "--default-replication-factor", "-1"},
+		{"serve", "--id", "1", "--controllers", "1@" + freeAddress(t), "--kafka-listen", freeAddress(t), "--data-dir", t.TempDir(), "--leader-imbalance-percentage", "0"},
+		{"serve", "--id", "1", "--controllers", "1@" + freeAddress(t), "--kafka-listen", freeAddress(t), "--data-dir", t.TempDir(), "--leader-imbalance-check-interval", "0s"},
+		{"dev", "--kafka-port", "0", "--leader-imbalance-percentage", "101"}} {
 		if _, err := run(args...); err == nil || exitCode(err) != 2 {
 			t.Errorf("tide %v: err %v, want a usage error (2)", args, err)
 		}

@@ -127,6 +127,9 @@ func runServe(cmd *cobra.Command, options serveOptions) error {
 	if err := refuseZeroLimits(cmd.Flags()); err != nil {
 		return usageError{err}
 	}
+	if err := options.rebalance.validate(); err != nil {
+		return usageError{err}
+	}
 	config, err := options.serverConfig(cmd)
 	if err != nil {
 		return usageError{err}
@@ -275,15 +278,21 @@ func rereadRebalance(flags *pflag.FlagSet) rebalanceOptions {
 	return o
 }
 
-// apply sets the server's fields; a percentage of 0 or less is passed on
-// as -1 so that Validate refuses it rather than taking the default.
+// validate refuses what the flags cannot mean: a check interval of zero or
+// less, a percentage outside 1 to 100.
+func (o rebalanceOptions) validate() error {
+	switch {
+	case o.interval <= 0:
+		return fmt.Errorf("--leader-imbalance-check-interval %s: want more than 0", o.interval)
+	case o.percentage < 1 || o.percentage > 100:
+		return fmt.Errorf("--leader-imbalance-percentage %d: want 1 to 100", o.percentage)
+	}
+	return nil
+}
+
+// apply sets the server's fields. Zeros (options not from flags) take the
+// server's defaults; the zero value's enable is false, the rebalance off.
 func (o rebalanceOptions) apply(config *server.Config) {
 	config.NoAutoLeaderRebalance = !o.enable
 	config.LeaderImbalanceCheckInterval, config.LeaderImbalancePercentage = o.interval, o.percentage
-	if o.percentage <= 0 {
-		config.LeaderImbalancePercentage = -1
-	}
-	if o.interval <= 0 {
-		config.LeaderImbalanceCheckInterval = -1
-	}
 }
