@@ -254,7 +254,12 @@ func newTopicElectCommand(options *clientOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "elect-preferred [NAME]",
 		Short: "Move leadership back to each partition's preferred (first) replica, of one topic or all",
-		Args:  maxArgs(1),
+		Long: `Elects each partition's preferred (first) replica leader where it is in the
+ISR (Kafka's ElectLeaders, type PREFERRED). The controller does the same by
+itself every leader imbalance check interval for brokers whose leadership is
+off balance (auto.leader.rebalance.enable, see tide serve --help); this
+command does it now, for every partition asked.`,
+		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			client, metadata, err := options.connect(cmd.Context(), args)
 			if err != nil {
