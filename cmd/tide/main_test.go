@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidelog/tide/internal/commitlog"
 	"github.com/tidelog/tide/internal/disk"
@@ -50,7 +51,10 @@ func TestBadCommandLineIsAUsageError(t *testing.T) {
 		{"serve", "--config", properties}, {"serve", "--config", "/no/such/file"},
 		// Free ports: were the bad value accepted, the node would serve
 		// rather than fail the test on a busy port.
-		{"serve", "--id", "1", "--controllers", "1@" + freeAddress(t), "--kafka-listen", freeAddress(t), "--data-dir", t.TempDir(), "--default-replication-factor", "-1"}} {
+		{"serve", "--id", "1", "--controllers", "1@" + freeAddress(t), "--kafka-listen", freeAddress(t), "--data-dir", t.TempDir(), "--default-replication-factor", "-1"},
+		{"serve", "--id", "1", "--controllers", "1@" + freeAddress(t), "--kafka-listen", freeAddress(t), "--data-dir", t.TempDir(), "--leader-imbalance-percentage", "0"},
+		{"serve", "--id", "1", "--controllers", "1@" + freeAddress(t), "--kafka-listen", freeAddress(t), "--data-dir", t.TempDir(), "--leader-imbalance-check-interval", "0s"},
+		{"dev", "--kafka-port", "0", "--leader-imbalance-percentage", "101"}} {
 		if _, err := run(args...); err == nil || exitCode(err) != 2 {
 			t.Errorf("tide %v: err %v, want a usage error (2)", args, err)
 		}
@@ -139,7 +143,8 @@ func TestServePropertiesFile(t *testing.T) {
 	properties := filepath.Join(dir, "server.properties")
 	text := "# a node\nnode.id=2\ncontroller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9094\nlog.dirs=" + dir +
 		"\nbroker.session.timeout.ms=4000\nbroker.heartbeat.interval.ms=250\ntide.kafka.listeners=1@127.0.0.1:9092,2@127.0.0.1:9192\n" +
-		"num.partitions=3\ndefault.replication.factor=2\nauto.create.topics.enable=false\n"
+		"num.partitions=3\ndefault.replication.factor=2\nauto.create.topics.enable=false\n" +
+		"auto.leader.rebalance.enable=false\nleader.imbalance.check.interval.seconds=30\nleader.imbalance.per.broker.percentage=25\n"
 	if err := os.WriteFile(properties, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +162,8 @@ func TestServePropertiesFile(t *testing.T) {
 	}
 	if config.ID != 1 || len(config.Controllers) != 2 || config.DataDir != dir ||
 		config.SessionTimeout.Milliseconds() != 4000 || config.BrokerHeartbeat.Milliseconds() != 250 || len(config.KafkaListeners) != 2 ||
-		config.DefaultPartitions != 3 || config.DefaultReplicationFactor != 2 || !config.DisableAutoCreateTopics {
+		config.DefaultPartitions != 3 || config.DefaultReplicationFactor != 2 || !config.DisableAutoCreateTopics ||
+		!config.NoAutoLeaderRebalance || config.LeaderImbalanceCheckInterval != 30*time.Second || config.LeaderImbalancePercentage != 25 {
 		t.Fatalf("got %+v", config)
 	}
 }

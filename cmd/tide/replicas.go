@@ -7,8 +7,11 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tidelog/tide/internal/wire"
 )
 
 // debugReplicaID is Kafka's debugging replica id (DEBUGGING_REPLICA_ID):
@@ -22,9 +25,11 @@ type replicaKey struct {
 	broker    int32
 }
 
-// replicaState is what one replica said of itself: its log end offset from
-// a ListOffsets (latest, replica id -2) and its high watermark and log start
-// offset from a Fetch (replica id -2). Offsets it did not give are -1.
+// replicaState is what one replica said of itself, in one answer: its high
+// watermark, log start offset and log end offset from a Fetch as replica id
+// -2 carrying wire.LogEndOffsetTag. The log end offset comes from the
+// ListOffsets that placed the Fetch only when the broker does not answer the
+// tag (not tide). Offsets it did not give are -1.
 type replicaState struct {
 	// unreachable is why the broker gave no answer at all.
 	unreachable error
@@ -33,6 +38,9 @@ type replicaState struct {
 	logEndOffset   int64
 	highWatermark  int64
 	logStartOffset int64
+	// oneAnswer says the three offsets came in one answer (the broker
+	// answered wire.LogEndOffsetTag).
+	oneAnswer bool
 }
 
 // replicaStates asks every broker that hosts a replica of the topic for the
@@ -84,9 +92,13 @@ func unreachable(partitions []int32, err error) map[int32]replicaState {
 }
 
 // queryReplicas asks one broker for its replicas of the partitions: their
-// log end offsets first, then a Fetch at each log end offset, which reads
-// no records (a debugging fetch reads at most up to the high watermark) and
-// brings back the high watermark and log start offset. A partition whose
+// log end offsets first, to place a Fetch at each, which reads no records
+// (a debugging fetch reads at most up to the high watermark) and brings
+// back the high watermark, log start offset and, in wire.LogEndOffsetTag,
+// the log end offset, all three from one answer of the replica. Taking the
+// log end from the ListOffsets instead could show a high watermark above
+// it (a negative lag): records committed between the two answers raise the
+// high watermark past the log end the first one gave. A partition whose
 // ListOffsets failed is not fetched: its error is the answer.
 func queryReplicas(ctx context.Context, broker *kgo.Broker, topic string, topicID [16]byte, partitions []int32) map[int32]replicaState {
 	states := map[int32]replicaState{}
@@ -127,6 +139,9 @@ func queryReplicas(ctx context.Context, broker *kgo.Broker, topic string, topicI
 				state.failure = kafkaError(response.ErrorCode, nil)
 			}
 			state.highWatermark, state.logStartOffset = part.HighWatermark, part.LogStartOffset
+			if end, ok := fetchedLogEnd(part); ok && state.failure == nil {
+				state.logEndOffset, state.oneAnswer = end, true
+			}
 			states[part.Partition] = state
 		}
 	}
@@ -151,15 +166,30 @@ func debugListOffsets(topic string, partitions []int32) *kmsg.ListOffsetsRequest
 	return request
 }
 
+// fetchedLogEnd is the log end offset a tide broker gave in
+// wire.LogEndOffsetTag.
+func fetchedLogEnd(part kmsg.FetchResponseTopicPartition) (int64, bool) {
+	end, found := int64(-1), false
+	part.UnknownTags.Each(func(key uint32, value []byte) {
+		if key == wire.LogEndOffsetTag {
+			reader := kbin.Reader{Src: value}
+			end, found = reader.Varlong(), true
+		}
+	})
+	return end, found
+}
+
 // debugFetch fetches each partition at its log end offset as the debugging
 // replica, waiting for nothing, with room for one byte: the answer is the
-// offsets, not records. The topic goes by name and by id: kgo sends the
+// offsets, not records, and asks for the log end offset too
+// (wire.LogEndOffsetTag). The topic goes by name and by id: kgo sends the
 // broker's highest Fetch version, and v13+ name topics by id (KIP-516).
 func debugFetch(topic string, topicID [16]byte, partitions []int32, states map[int32]replicaState) *kmsg.FetchRequest {
 	request := kmsg.NewPtrFetchRequest()
 	request.ReplicaID, request.ReplicaState.ID = debugReplicaID, debugReplicaID
 	request.MaxWaitMillis, request.MinBytes, request.MaxBytes = 0, 0, 1
 	request.SessionEpoch = -1 // no fetch session
+	request.UnknownTags.Set(wire.LogEndOffsetTag, nil)
 	entry := kmsg.NewFetchRequestTopic()
 	entry.Topic, entry.TopicID = topic, topicID
 	for _, partition := range partitions {

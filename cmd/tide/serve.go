@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tidelog/tide/internal/controller"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/server"
 )
@@ -40,6 +41,8 @@ type serveOptions struct {
 	autoCreateTopics bool
 	logLevel         string
 	sendfile         bool
+	// rebalance is auto.leader.rebalance.enable and its settings.
+	rebalance rebalanceOptions
 	// limits are the Kafka listener's (serve_limits.go).
 	limits serveLimits
 }
@@ -69,7 +72,8 @@ Flags may also come from a properties file (--config FILE), with Kafka's
 names where there is one: node.id, controller.quorum.voters, listeners
 (the controller listener's host:port), log.dirs, broker.session.timeout.ms,
 broker.heartbeat.interval.ms, num.partitions, default.replication.factor,
-auto.create.topics.enable;
+auto.create.topics.enable, auto.leader.rebalance.enable,
+leader.imbalance.check.interval.seconds, leader.imbalance.per.broker.percentage;
 and tide.kafka.listen, tide.kafka.listeners. The Kafka listener's limits
 too: socket.request.max.bytes, queued.max.request.bytes,
 queued.max.requests, max.connections, max.connections.per.ip,
@@ -79,6 +83,12 @@ tide.max.topics.per.request, tide.max.partitions.per.request,
 tide.max.decompressed.batch.bytes, tide.max.waiting.fetches
 (docs/compatibility.md says what each
 does at its limit). A flag given on the command line wins.
+
+The active controller elects each partition's preferred (first) replica
+back by itself (auto.leader.rebalance.enable, on by default): every
+--leader-imbalance-check-interval, for each broker that has more than
+--leader-imbalance-percentage of its preferred partitions led by others,
+where that replica is in the ISR (docs/replication.md).
 
 SIGTERM or SIGINT performs a controlled shutdown: the controller moves
 this broker's leaderships away and fences it, then the process exits.
@@ -108,6 +118,7 @@ Followers replicate from their leaders over the Kafka protocol
 	flags.IntVar(&options.defaultReplicationFactor, "default-replication-factor", 1, "replicas of a topic created without a factor (default.replication.factor)")
 	flags.StringVar(&options.logLevel, "log-level", "info", "debug, info, warn or error")
 	flags.BoolVar(&options.sendfile, "sendfile", true, "send committed records to fetchers with sendfile (false reads them into memory, to measure the difference)")
+	registerRebalanceFlags(flags, &options.rebalance, server.DefaultLeaderImbalanceCheckInterval)
 	registerLimitFlags(flags, &options.limits)
 	return command
 }
@@ -121,6 +132,9 @@ func runServe(cmd *cobra.Command, options serveOptions) error {
 		options = reread(cmd.Flags(), options)
 	}
 	if err := refuseZeroLimits(cmd.Flags()); err != nil {
+		return usageError{err}
+	}
+	if err := options.rebalance.validate(); err != nil {
 		return usageError{err}
 	}
 	config, err := options.serverConfig(cmd)
@@ -161,6 +175,7 @@ func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
 		DefaultPartitions: o.defaultPartitions, DefaultReplicationFactor: o.defaultReplicationFactor, Logger: logger,
 		DisableAutoCreateTopics: !o.autoCreateTopics,
 		CopyFetches:             !o.sendfile}
+	o.rebalance.apply(&config)
 	if err := o.limits.apply(&config); err != nil {
 		return server.Config{}, err
 	}
@@ -176,6 +191,9 @@ var propertyFlags = map[string]string{
 	// tide keeps the Kafka listener apart under its own keys for now.
 	"tide.kafka.listen": "kafka-listen", "tide.kafka.listeners": "kafka-listeners",
 	"num.partitions": "num-partitions", "auto.create.topics.enable": "auto-create-topics", "default.replication.factor": "default-replication-factor",
+	"auto.leader.rebalance.enable":            "auto-leader-rebalance",
+	"leader.imbalance.check.interval.seconds": "leader-imbalance-check-interval",
+	"leader.imbalance.per.broker.percentage":  "leader-imbalance-percentage",
 }
 
 // applyProperties sets the flags not given on the command line from a
@@ -206,6 +224,8 @@ func applyProperties(flags *pflag.FlagSet, name string) error {
 		}
 		if strings.HasSuffix(key, ".ms") {
 			value += "ms"
+		} else if strings.HasSuffix(key, ".seconds") {
+			value += "s"
 		}
 		if err := flags.Set(flag, value); err != nil {
 			return fmt.Errorf("%s:%d: %s: %w", name, number, key, err)
@@ -237,6 +257,51 @@ func reread(flags *pflag.FlagSet, o serveOptions) serveOptions {
 	o.defaultReplicationFactor, _ = flags.GetInt("default-replication-factor")
 	o.logLevel, _ = flags.GetString("log-level")
 	o.sendfile, _ = flags.GetBool("sendfile")
+	o.rebalance = rereadRebalance(flags)
 	o.limits = rereadLimits(flags)
 	return o
+}
+
+// rebalanceOptions are the leader rebalance's flags, on tide serve and
+// tide dev alike.
+type rebalanceOptions struct {
+	enable     bool
+	interval   time.Duration
+	percentage int
+}
+
+func registerRebalanceFlags(flags *pflag.FlagSet, o *rebalanceOptions, interval time.Duration) {
+	flags.BoolVar(&o.enable, "auto-leader-rebalance", true,
+		"elect preferred replicas back by themselves when leadership is off balance (auto.leader.rebalance.enable)")
+	flags.DurationVar(&o.interval, "leader-imbalance-check-interval", interval,
+		"how often the controller checks the leader balance (leader.imbalance.check.interval.seconds)")
+	flags.IntVar(&o.percentage, "leader-imbalance-percentage", controller.DefaultLeaderImbalancePercentage,
+		"the share of a broker's preferred partitions led by others above which they are elected back, 1 to 100 (leader.imbalance.per.broker.percentage)")
+}
+
+func rereadRebalance(flags *pflag.FlagSet) rebalanceOptions {
+	var o rebalanceOptions
+	o.enable, _ = flags.GetBool("auto-leader-rebalance")
+	o.interval, _ = flags.GetDuration("leader-imbalance-check-interval")
+	o.percentage, _ = flags.GetInt("leader-imbalance-percentage")
+	return o
+}
+
+// validate refuses what the flags cannot mean: a check interval of zero or
+// less, a percentage outside 1 to 100.
+func (o rebalanceOptions) validate() error {
+	switch {
+	case o.interval <= 0:
+		return fmt.Errorf("--leader-imbalance-check-interval %s: want more than 0", o.interval)
+	case o.percentage < 1 || o.percentage > 100:
+		return fmt.Errorf("--leader-imbalance-percentage %d: want 1 to 100", o.percentage)
+	}
+	return nil
+}
+
+// apply sets the server's fields. Zeros (options not from flags) take the
+// server's defaults; the zero value's enable is false, the rebalance off.
+func (o rebalanceOptions) apply(config *server.Config) {
+	config.NoAutoLeaderRebalance = !o.enable
+	config.LeaderImbalanceCheckInterval, config.LeaderImbalancePercentage = o.interval, o.percentage
 }

@@ -134,8 +134,12 @@ func newTopicDescribeCommand(options *clientOptions) *cobra.Command {
 line per replica with that replica's own log start offset, high watermark and
 log end offset, and its lag (the leader's log end offset less its own). Every
 broker hosting a replica is asked directly, with one ListOffsets and one Fetch
-as Kafka's debugging replica id -2, which followers answer too; a broker that
-does not answer within --timeout is shown as unreachable.`,
+as Kafka's debugging replica id -2, which followers answer too. A replica's
+three offsets come from its broker's one Fetch answer (the log end offset in
+a tagged field only tide answers), so its high watermark is never shown
+above its log end; the lag compares answers of two brokers, taken at
+slightly different times. A broker that does not answer within --timeout is
+shown as unreachable.`,
 		Args: exactArgs(1, "one topic name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The Metadata asks for tide's partition epochs too (a tagged
@@ -254,7 +258,12 @@ func newTopicElectCommand(options *clientOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "elect-preferred [NAME]",
 		Short: "Move leadership back to each partition's preferred (first) replica, of one topic or all",
-		Args:  maxArgs(1),
+		Long: `Elects each partition's preferred (first) replica leader where it is in the
+ISR (Kafka's ElectLeaders, type PREFERRED). The controller does the same by
+itself every leader imbalance check interval for brokers whose leadership is
+off balance (auto.leader.rebalance.enable, see tide serve --help); this
+command does it now, for every partition asked.`,
+		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			client, metadata, err := options.connect(cmd.Context(), args)
 			if err != nil {

@@ -17,6 +17,7 @@ import (
 func (q *Quorum) activate() {
 	q.active, q.activeTerm = true, q.term
 	q.topicIDsAssigned = false
+	q.nextRebalance = q.now + q.config.LeaderRebalanceTicks
 	q.speculative = q.image.Clone()
 	q.proposed, q.appliedProposal = 0, 0
 	q.lastHeartbeat = map[metadata.BrokerID]int64{}
@@ -182,6 +183,26 @@ func (q *Quorum) assignMissingTopicIDs() {
 	// Topics created from now on come with their id: nothing to look for
 	// until the next activation.
 	q.topicIDsAssigned = true
+}
+
+// rebalanceLeaders runs controller.Rebalance every LeaderRebalanceTicks
+// against the speculative image, which holds every election proposed
+// before, so none is proposed twice. While a decision leaves eligible
+// partitions for another (it is bounded), the next runs at the next tick,
+// as KRaft's controller reschedules at once; a proposal raft drops waits
+// for the next interval.
+func (q *Quorum) rebalanceLeaders() {
+	if q.config.LeaderRebalanceTicks == 0 || q.now < q.nextRebalance {
+		return
+	}
+	records, more, err := controller.Rebalance(q.speculative, q.config.LeaderImbalancePercentage)
+	if err != nil {
+		panic(fmt.Sprintf("quorum: rebalancing leaders: %v", err))
+	}
+	q.nextRebalance = q.now + q.config.LeaderRebalanceTicks
+	if len(records) > 0 && q.propose(records) && more {
+		q.nextRebalance = q.now + 1
+	}
 }
 
 // propose appends records to the log as one entry, and to the speculative

@@ -72,6 +72,15 @@ type Config struct {
 	// MaxMetadataWaitTicks bounds how long a metadata fetch is held
 	// (FetchMetadataRequest); 0 answers every fetch at once.
 	MaxMetadataWaitTicks int64
+	// LeaderRebalanceTicks is how often the active controller runs the
+	// leader rebalance (controller.Rebalance; Kafka's
+	// auto.leader.rebalance.enable and
+	// leader.imbalance.check.interval.seconds); 0 never runs it.
+	// LeaderImbalancePercentage is the ratio above which a broker's
+	// preferred partitions are elected back
+	// (leader.imbalance.per.broker.percentage), 0 to 100.
+	LeaderRebalanceTicks      int64
+	LeaderImbalancePercentage int
 	// Logger receives raft's log; nil discards it.
 	Logger raft.Logger
 	// Random is where the controller draws topic ids (KIP-516): the
@@ -103,6 +112,9 @@ func (c Config) Validate() error {
 		return errors.New("quorum: no random source for topic ids")
 	case c.HeartbeatTicks < 1 || c.ElectionTicks <= c.HeartbeatTicks:
 		return fmt.Errorf("quorum: election ticks %d must exceed heartbeat ticks %d >= 1", c.ElectionTicks, c.HeartbeatTicks)
+	case c.LeaderRebalanceTicks < 0 || c.LeaderImbalancePercentage < 0 || c.LeaderImbalancePercentage > 100:
+		return fmt.Errorf("quorum: leader rebalance every %d ticks above %d%%: want ticks >= 0 and a percentage of 0 to 100",
+			c.LeaderRebalanceTicks, c.LeaderImbalancePercentage)
 	case c.SessionTimeoutTicks < 1 || c.SnapshotEntries < 1 || c.MaxHistoryEntries < 1 || c.MaxWaitingAnswers < 1 || c.MaxEntryBytes < 1024:
 		return errors.New("quorum: limits must be positive (and entries at least 1 KiB)")
 	}
@@ -117,6 +129,9 @@ type Quorum struct {
 	// topicIDsAssigned is set once the active controller found no topic
 	// without an id left to assign (assignMissingTopicIDs).
 	topicIDsAssigned bool
+	// nextRebalance is the tick of the active controller's next leader
+	// rebalance (rebalanceLeaders).
+	nextRebalance int64
 
 	// term and leader are raft's, as of the last Tick or Step.
 	term   uint64
@@ -257,7 +272,7 @@ func (q *Quorum) AppliedIndex() uint64 { return q.applied }
 
 // Tick advances the node's clock by one tick: raft's election and heartbeat
 // timers, and, on the active controller, the fencing of brokers whose
-// session expired.
+// session expired and, every LeaderRebalanceTicks, the leader rebalance.
 func (q *Quorum) Tick() {
 	q.now++
 	q.raw.Tick()
@@ -266,6 +281,7 @@ func (q *Quorum) Tick() {
 		q.fenceExpired()
 		q.assignMissingTopicIDs()
 		q.releasePolls()
+		q.rebalanceLeaders()
 	}
 }
 

@@ -246,6 +246,8 @@ func TestConfigValidate(t *testing.T) {
 		"no storage":    func(c *Config) {},
 		"election":      func(c *Config) { c.ElectionTicks = c.HeartbeatTicks },
 		"zero sessions": func(c *Config) { c.SessionTimeoutTicks = 0 },
+		"rebalance":     func(c *Config) { c.LeaderRebalanceTicks = -1 },
+		"imbalance":     func(c *Config) { c.LeaderImbalancePercentage = 101 },
 	} {
 		config := good
 		change(&config)

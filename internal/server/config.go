@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidelog/tide/internal/controller"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/wire"
@@ -82,6 +83,17 @@ type Config struct {
 	// default, as in Kafka, a Metadata request naming a topic that does not
 	// exist (and allowing it) creates it with the two defaults above.
 	DisableAutoCreateTopics bool
+	// NoAutoLeaderRebalance turns off the active controller's leader
+	// rebalance (auto.leader.rebalance.enable=false; Kafka's default, and
+	// tide's, is on): every LeaderImbalanceCheckInterval
+	// (leader.imbalance.check.interval.seconds, zero: Kafka's 300 s) it
+	// elects back the preferred replicas of each broker whose share of
+	// preferred partitions led by another is above
+	// LeaderImbalancePercentage (leader.imbalance.per.broker.percentage,
+	// 1 to 100; zero: Kafka's 10). controller.Rebalance is the rule.
+	NoAutoLeaderRebalance        bool
+	LeaderImbalanceCheckInterval time.Duration
+	LeaderImbalancePercentage    int
 	// KafkaIdleTimeout closes a Kafka connection that sends no request for
 	// that long (connections.max.idle.ms); KafkaMaxInFlight bounds the
 	// requests one connection has read and not yet been answered.
@@ -188,6 +200,7 @@ func (c Config) withDefaults() Config {
 	}{
 		{&c.Tick, 10 * time.Millisecond}, {&c.ElectionTimeout, time.Second}, {&c.RaftHeartbeat, 100 * time.Millisecond},
 		{&c.SessionTimeout, 9 * time.Second}, {&c.BrokerHeartbeat, 500 * time.Millisecond}, {&c.ShutdownTimeout, 30 * time.Second},
+		{&c.LeaderImbalanceCheckInterval, DefaultLeaderImbalanceCheckInterval},
 	}
 	for _, d := range defaults {
 		if *d.field == 0 {
@@ -209,6 +222,9 @@ func (c Config) withDefaults() Config {
 	if c.DefaultPartitions == 0 {
 		c.DefaultPartitions = 1 // Kafka's num.partitions
 	}
+	if c.LeaderImbalancePercentage == 0 {
+		c.LeaderImbalancePercentage = controller.DefaultLeaderImbalancePercentage
+	}
 	if c.DefaultReplicationFactor == 0 {
 		c.DefaultReplicationFactor = 1 // Kafka's default.replication.factor
 	}
@@ -217,6 +233,19 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	return c
+}
+
+// DefaultLeaderImbalanceCheckInterval is Kafka's
+// leader.imbalance.check.interval.seconds.
+const DefaultLeaderImbalanceCheckInterval = 300 * time.Second
+
+// leaderRebalanceTicks is the quorum's LeaderRebalanceTicks: 0, never,
+// when the rebalance is off.
+func (c Config) leaderRebalanceTicks() int64 {
+	if c.NoAutoLeaderRebalance {
+		return 0
+	}
+	return c.ticks(c.LeaderImbalanceCheckInterval)
 }
 
 // Defaults for the Kafka listener's limits, Kafka's where Kafka has one.
@@ -343,6 +372,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("election timeout %s must exceed the raft heartbeat %s, itself at least a tick (%s)", c.ElectionTimeout, c.RaftHeartbeat, c.Tick)
 	case c.SessionTimeout <= c.BrokerHeartbeat || c.BrokerHeartbeat < c.Tick:
 		return fmt.Errorf("session timeout %s must exceed the broker heartbeat %s, itself at least a tick", c.SessionTimeout, c.BrokerHeartbeat)
+	case c.LeaderImbalanceCheckInterval < c.Tick || c.LeaderImbalancePercentage < 1 || c.LeaderImbalancePercentage > 100:
+		return fmt.Errorf("leader imbalance check every %s above %d%%: want at least a tick (%s) and 1 to 100%%",
+			c.LeaderImbalanceCheckInterval, c.LeaderImbalancePercentage, c.Tick)
 	case c.MaxFrameBytes < 1<<20 || c.QueueLength < 16:
 		return errors.New("frames of at least 1 MiB and queues of at least 16")
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidelog/tide/internal/metadata"
 )
@@ -29,6 +30,13 @@ func TestConfigValidate(t *testing.T) {
 	if defaults := good.withDefaults(); defaults.DefaultPartitions != 1 || defaults.DefaultReplicationFactor != 1 {
 		t.Fatalf("default partitions %d and replication factor %d, want Kafka's 1 and 1", defaults.DefaultPartitions, defaults.DefaultReplicationFactor)
 	}
+	if defaults := good.withDefaults(); defaults.leaderRebalanceTicks() != 30000 || defaults.LeaderImbalancePercentage != 10 {
+		t.Fatalf("leader rebalance every %d ticks above %d%%, want Kafka's 300 s (30000 ticks) and 10%%",
+			defaults.leaderRebalanceTicks(), defaults.LeaderImbalancePercentage)
+	}
+	if off := (Config{NoAutoLeaderRebalance: true}).withDefaults(); off.leaderRebalanceTicks() != 0 {
+		t.Fatalf("auto.leader.rebalance.enable=false still rebalances every %d ticks", off.leaderRebalanceTicks())
+	}
 	for name, change := range map[string]func(*Config){
 		"id 0":            func(c *Config) { c.ID = 0 },
 		"no controllers":  func(c *Config) { c.Controllers = nil },
@@ -43,6 +51,9 @@ func TestConfigValidate(t *testing.T) {
 		"wildcard listen": func(c *Config) { c.KafkaListen = "0.0.0.0:9092" },
 		"any host listen": func(c *Config) { c.KafkaListen = ":9092" },
 		"v6 wildcard":     func(c *Config) { c.KafkaListen = "[::]:9092" },
+		"imbalance over":  func(c *Config) { c.LeaderImbalancePercentage = 101 },
+		"imbalance below": func(c *Config) { c.LeaderImbalancePercentage = -1 },
+		"check in a tick": func(c *Config) { c.LeaderImbalanceCheckInterval = time.Millisecond },
 	} {
 		config := good
 		change(&config)

@@ -163,7 +163,8 @@ func (s *Server) openQuorum() error {
 		ElectionTicks: int(c.ticks(c.ElectionTimeout)), HeartbeatTicks: int(c.ticks(c.RaftHeartbeat)),
 		SessionTimeoutTicks: c.ticks(c.SessionTimeout), SnapshotEntries: 10000, MaxHistoryEntries: 20000,
 		MaxWaitingAnswers: 10000, MaxEntryBytes: 512 << 10, Logger: raftLogger{s.log}, Random: rand.Reader,
-		MaxMetadataWaitTicks: c.ticks(metadataFetchMaxWait)})
+		MaxMetadataWaitTicks: c.ticks(metadataFetchMaxWait),
+		LeaderRebalanceTicks: c.leaderRebalanceTicks(), LeaderImbalancePercentage: c.LeaderImbalancePercentage})
 	if err != nil {
 		storage.Close()
 		return err

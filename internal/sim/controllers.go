@@ -56,7 +56,8 @@ func (w *world) startController(b *brokerProcess) {
 		c.q, err = quorum.New(quorum.Config{ID: c.id, Voters: w.voters, Storage: storage,
 			ElectionTicks: raftElectionTicks, HeartbeatTicks: raftHeartbeatTicks, SessionTimeoutTicks: sessionTimeoutTicks,
 			SnapshotEntries: 200, MaxHistoryEntries: 400, MaxWaitingAnswers: 1000, MaxEntryBytes: 1 << 20, Random: w.topicIDRandom,
-			MaxMetadataWaitTicks: metadataFetchMaxWaitTicks})
+			MaxMetadataWaitTicks: metadataFetchMaxWaitTicks,
+			LeaderRebalanceTicks: leaderRebalanceTicks, LeaderImbalancePercentage: leaderImbalancePercentage})
 	})
 	if err != nil {
 		panic(fmt.Sprintf("c%d: %v", c.id, err))

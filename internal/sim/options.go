@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/tidelog/tide/internal/controller"
 	"github.com/tidelog/tide/internal/rules"
 )
 
@@ -202,6 +203,12 @@ const (
 	proposalRetryTicks         = 40
 	produceTimeoutTicks        = 300
 	checkEveryTicks            = 50
-	maxMetadataPerAnswer       = 1 << 20
-	clientRequestLostTicks     = 400
+	// leaderRebalanceTicks is the controllers' leader imbalance check
+	// (leader.imbalance.check.interval.seconds; 5 s of virtual time, not
+	// Kafka's 300 s, so that it runs several times a run, faults and all),
+	// at Kafka's leader.imbalance.per.broker.percentage.
+	leaderRebalanceTicks      = 500
+	leaderImbalancePercentage = controller.DefaultLeaderImbalancePercentage
+	maxMetadataPerAnswer      = 1 << 20
+	clientRequestLostTicks    = 400
 )

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/tidelog/tide/internal/controller"
 	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/replica"
@@ -293,7 +294,9 @@ func (w *world) checkProducedAfterHealing(healedAt int64) {
 
 // converged reports whether every partition has a leader whose high
 // watermark is at its log end, with every replica in the ISR and at the
-// same log end.
+// same log end, and whether leadership is back in balance: nothing is left
+// for rule auto-leader-rebalance to elect, which the active controller
+// does within leaderRebalanceTicks of every replica rejoining its ISR.
 func (w *world) converged() bool { return w.unconverged() == "" }
 
 func (w *world) unconverged() string {
@@ -325,6 +328,19 @@ func (w *world) unconverged() string {
 				return fmt.Sprintf("%s: b%d has not caught up", state.TopicPartition, id)
 			}
 		}
+	}
+	return w.unbalanced()
+}
+
+// unbalanced describes the preferred elections rule auto-leader-rebalance
+// would still make, or is empty.
+func (w *world) unbalanced() string {
+	records, _, err := controller.Rebalance(w.metadataImage(), leaderImbalancePercentage)
+	if err != nil {
+		panic(fmt.Sprintf("sim: rebalance check: %v", err))
+	}
+	if len(records) > 0 {
+		return fmt.Sprintf("leadership is off balance: the controller has yet to decide %v", records[0])
 	}
 	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -62,8 +63,32 @@ import (
 //     Backend: a client holding a deleted topic's id is not served the
 //     topic that took its name. v14 adds nothing tide uses (no tiered
 //     storage).
+//   - LogEndOffsetTag (v12+, flexible): a debugging fetch (replica id -2)
+//     carrying this tagged field gets, in the same tag of each partition
+//     answered without error, the answering replica's log end offset, a
+//     varlong, taken with its high watermark and log start offset from one
+//     answer of the replica. Kafka has no request that gives both, and
+//     asking for them apart can show a high watermark above the log end
+//     it raced with. It is tide's own extension, asked for only by
+//     `tide topic describe`: a fetch without the tag never sees it.
 
 func init() { register(1, 4, 15, (*Handler).handleFetch) }
+
+// LogEndOffsetTag is the tagged field, in a Fetch request and in its
+// response's partitions, of tide's log-end-offset extension for debugging
+// fetches; the same number as PartitionEpochTag, far above any tag
+// Kafka's schemas use.
+const LogEndOffsetTag = 0x7469_6465 // "tide"
+
+// wantsLogEndOffset reports whether a fetch asks for LogEndOffsetTag: a
+// flexible debugging fetch carrying it.
+func wantsLogEndOffset(request *kmsg.FetchRequest) bool {
+	sentID := request.ReplicaID
+	if request.Version >= 15 {
+		sentID = request.ReplicaState.ID
+	}
+	return request.IsFlexible() && metadata.BrokerID(sentID) == replica.DebugReplicaID && hasTag(&request.UnknownTags, LogEndOffsetTag)
+}
 
 func (h *Handler) handleFetch(x *exchange) error {
 	request := x.request.(*kmsg.FetchRequest)
@@ -292,6 +317,9 @@ func fetchPartitionResponse(request *kmsg.FetchRequest, partition int32, answer 
 	entry.HighWatermark = int64(answer.HighWatermark)
 	entry.LastStableOffset = int64(answer.HighWatermark) // no transactions: LSO = HW
 	entry.LogStartOffset = int64(answer.LogStartOffset)
+	if wantsLogEndOffset(request) {
+		entry.UnknownTags.Set(LogEndOffsetTag, kbin.AppendVarlong(nil, int64(answer.LogEndOffset)))
+	}
 	if request.IsolationLevel == int8(ReadCommitted) {
 		entry.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 	}
