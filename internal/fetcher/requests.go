@@ -85,6 +85,7 @@ func (f *Fetcher) addFetchPartition(request *kmsg.FetchRequest, tp metadata.Topi
 	partition.CurrentLeaderEpoch = int32(fetch.CurrentLeaderEpoch)
 	partition.FetchOffset = int64(fetch.FetchOffset)
 	partition.LastFetchedEpoch = int32(fetch.LastFetchedEpoch)
+	partition.LogStartOffset = int64(fetch.LogStartOffset)
 	partition.PartitionMaxBytes = int32(min(fetch.MaxBytes, int64(f.config.MaxBytes)))
 	for i := range request.Topics {
 		if request.Topics[i].Topic == tp.Topic {

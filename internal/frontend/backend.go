@@ -197,7 +197,7 @@ func (b *backend) ListOffsets(partition metadata.TopicPartition, request replica
 // start offset.
 func (b *backend) DeleteRecords(partition metadata.TopicPartition, request replica.DeleteRecordsRequest, done func(replica.DeleteRecordsAnswer)) {
 	id := request.ID
-	b.issue(broker.ClientRequest{Partition: partition, DeleteRecords: &request}, 0, func(answer broker.ClientAnswer) {
+	b.issue(broker.ClientRequest{Partition: partition, DeleteRecords: &request}, request.TimeoutTicks, func(answer broker.ClientAnswer) {
 		if answer.DeleteRecords == nil {
 			done(replica.DeleteRecordsAnswer{ID: id, ErrorCode: answer.ErrorCode, LowWatermark: -1})
 			return

@@ -93,6 +93,7 @@ func (r *Replica) maybeFetch() {
 		ID: r.nextRequestID, ReplicaID: r.config.Broker, ReplicaEpoch: r.brokerEpoch,
 		CurrentLeaderEpoch: currentEpoch, FetchOffset: r.log.end,
 		LastFetchedEpoch: record.NoLeaderEpoch, MaxBytes: int64(r.config.MaxBatchBytes),
+		LogStartOffset: r.log.start,
 	}
 	if fenced && r.config.Rules.On(rules.EpochTruncation) {
 		request.LastFetchedEpoch = r.log.epochs.LatestEpoch()

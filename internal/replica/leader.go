@@ -26,6 +26,9 @@ type leaderState struct {
 	pending     *ISRChange
 	pendingTick int64
 	waiting     []pendingProduce
+	// deletes are the DeleteRecords requests waiting for the low
+	// watermark to reach their offset.
+	deletes []pendingDelete
 }
 
 // followerProgress is what the leader knows of one follower in this epoch.
@@ -41,6 +44,15 @@ type followerProgress struct {
 	// previous fetch.
 	lastFetchLeaderEnd record.Offset
 	brokerEpoch        metadata.BrokerEpoch
+	// logStartOffset is the follower's log start offset as of its last
+	// accepted fetch in this epoch, -1 until then.
+	logStartOffset record.Offset
+}
+
+// newFollowerProgress is a follower of which nothing is known yet in this
+// epoch.
+func newFollowerProgress() *followerProgress {
+	return &followerProgress{logEndOffset: -1, lastFetchLeaderEnd: -1, brokerEpoch: metadata.NoBrokerEpoch, logStartOffset: -1}
 }
 
 // pendingProduce is a produce request waiting for its batches to commit
@@ -75,7 +87,7 @@ func (r *Replica) becomeLeader() {
 		if id == r.config.Broker {
 			continue
 		}
-		progress := &followerProgress{logEndOffset: -1, lastFetchLeaderEnd: -1, brokerEpoch: metadata.NoBrokerEpoch}
+		progress := newFollowerProgress()
 		if r.state.InISR(id) {
 			progress.lastCaughtUpTick = r.now
 		}
@@ -91,7 +103,7 @@ func (r *Replica) leaderStateChanged() {
 	}
 	for _, id := range r.state.Replicas {
 		if _, ok := r.leader.followers[id]; !ok && id != r.config.Broker {
-			r.leader.followers[id] = &followerProgress{logEndOffset: -1, lastFetchLeaderEnd: -1, brokerEpoch: metadata.NoBrokerEpoch}
+			r.leader.followers[id] = newFollowerProgress()
 		}
 	}
 	r.maybeAdvanceHighWatermark()
@@ -106,6 +118,9 @@ func (r *Replica) abandonLeadership() {
 	}
 	for _, waiting := range r.leader.waiting {
 		r.answerProduce(waiting.id, kerr.NotLeaderForPartition.Code, -1)
+	}
+	for _, waiting := range r.leader.deletes {
+		r.answerDelete(waiting.id, kerr.NotLeaderForPartition.Code, -1)
 	}
 	r.leader = leaderState{}
 }

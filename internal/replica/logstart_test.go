@@ -16,9 +16,12 @@ func deleteRecords(r *Replica, offset record.Offset) (DeleteRecordsAnswer, Ready
 }
 
 // DeleteRecords (API 21) moves a leader's log start offset, never past its
-// high watermark; -1 means the high watermark.
+// high watermark; -1 means the high watermark. With its followers' brokers
+// fenced, the leader's own log start is the low watermark, and the answer
+// comes at once.
 func TestDeleteRecordsOnTheLeader(t *testing.T) {
 	r := leaderReplica(t, testConfig(false, nil), 10, 1)
+	r.SetBrokers([]metadata.BrokerState{{ID: 1, Epoch: 10}, {ID: 2, Epoch: 20, Fenced: true}, {ID: 3, Epoch: 30, Fenced: true}})
 	if r.HighWatermark() != 10 {
 		t.Fatalf("high watermark %d, want 10", r.HighWatermark())
 	}
@@ -41,6 +44,57 @@ func TestDeleteRecordsOnTheLeader(t *testing.T) {
 	r.HandleFetch(FetchRequest{ID: 1, ReplicaID: ConsumerReplicaID, CurrentLeaderEpoch: 5, FetchOffset: 5, MaxBytes: 100})
 	if fetch := r.Ready().Answers[0].Fetch; fetch.ErrorCode != kerr.OffsetOutOfRange.Code || fetch.LogStartOffset != 10 {
 		t.Fatalf("a fetch below the new log start: %+v", fetch)
+	}
+}
+
+// The answer waits for every follower on a live broker, in the ISR or not,
+// to report a log start at or past the offset (Kafka's
+// DelayedDeleteRecords): a client told the records are gone must not read
+// them from the follower it fails over to. The low watermark it gives is
+// the smallest of them.
+func TestDeleteRecordsWaitsForTheFollowers(t *testing.T) {
+	r := leaderReplica(t, testConfig(false, nil), 10, 1, 2)
+	for _, id := range []metadata.BrokerID{2, 3} {
+		r.HandleFetch(FetchRequest{ID: 1, ReplicaID: id, ReplicaEpoch: metadata.BrokerEpoch(id * 10), CurrentLeaderEpoch: 5, FetchOffset: 10, MaxBytes: 100, LogStartOffset: 0})
+	}
+	r.Ready()
+	if r.HighWatermark() != 10 {
+		t.Fatalf("high watermark %d, want 10", r.HighWatermark())
+	}
+	r.HandleDeleteRecords(DeleteRecordsRequest{ID: 7, Offset: 6, TimeoutTicks: 100})
+	if ready := r.Ready(); len(ready.Answers) != 0 || r.LogStartOffset() != 6 {
+		t.Fatalf("answered before any follower followed: %s, log start %d", ready, r.LogStartOffset())
+	}
+	fetch := func(id metadata.BrokerID, start record.Offset) []Answer {
+		r.HandleFetch(FetchRequest{ID: 2, ReplicaID: id, ReplicaEpoch: metadata.BrokerEpoch(id * 10), CurrentLeaderEpoch: 5, FetchOffset: 10, MaxBytes: 100, LogStartOffset: start})
+		return r.Ready().Answers
+	}
+	if answers := fetch(2, 6); len(answers) != 1 || answers[0].Fetch == nil || answers[0].Fetch.LogStartOffset != 6 {
+		t.Fatalf("with follower 3, outside the ISR but live, still at 0: %+v", answers)
+	}
+	answers := fetch(3, 8)
+	if len(answers) != 2 || answers[0].DeleteRecords == nil || *answers[0].DeleteRecords != (DeleteRecordsAnswer{ID: 7, LowWatermark: 6}) {
+		t.Fatalf("once both followers are past 6: %+v", answers)
+	}
+
+	r.HandleDeleteRecords(DeleteRecordsRequest{ID: 8, Offset: 9, TimeoutTicks: 3})
+	for range 2 {
+		r.Tick()
+	}
+	if ready := r.Ready(); len(ready.Answers) != 0 {
+		t.Fatalf("answered before its timeout: %s", ready)
+	}
+	r.Tick()
+	if answers := r.Ready().Answers; len(answers) != 1 || *answers[0].DeleteRecords != (DeleteRecordsAnswer{ID: 8, ErrorCode: kerr.RequestTimedOut.Code, LowWatermark: -1}) || r.LogStartOffset() != 9 {
+		t.Fatalf("past its timeout: %+v, log start %d", answers, r.LogStartOffset())
+	}
+
+	r.HandleDeleteRecords(DeleteRecordsRequest{ID: 9, Offset: 10, TimeoutTicks: 100})
+	r.Ready()
+	r.ApplyPartitionState(metadata.PartitionState{TopicPartition: testPartition, Replicas: []metadata.BrokerID{1, 2, 3},
+		ISR: []metadata.BrokerID{2}, Leader: 2, LeaderEpoch: 6, PartitionEpoch: 8})
+	if answers := r.Ready().Answers; len(answers) != 1 || answers[0].DeleteRecords == nil || answers[0].DeleteRecords.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("after losing the leadership: %+v", answers)
 	}
 }
 

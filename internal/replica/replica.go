@@ -258,6 +258,7 @@ func (r *Replica) Tick() {
 	switch r.role {
 	case Leader:
 		r.expireProduces()
+		r.answerDeletes()
 		r.maybeShrinkISR()
 		r.maybeRetryProposal()
 	case Follower:

@@ -117,6 +117,7 @@ func (r *Replica) serveFollowerFetch(request FetchRequest) FetchResponse {
 	r.assertHighWatermarkCovered()
 	r.maybeAdvanceHighWatermark()
 	r.maybeExpandISR(request.ReplicaID, progress)
+	r.answerDeletes()
 	return FetchResponse{
 		HighWatermark: r.highWatermark, ReadFrom: request.FetchOffset,
 		ReadUpTo: r.log.end, MaxBytes: request.MaxBytes,
@@ -161,6 +162,7 @@ func (r *Replica) updateFollowerProgress(request FetchRequest, progress *followe
 	progress.lastFetchTick = r.now
 	progress.logEndOffset = request.FetchOffset
 	progress.brokerEpoch = request.ReplicaEpoch
+	progress.logStartOffset = request.LogStartOffset
 }
 
 // maybeExpandISR proposes adding a follower that has caught up. Rule

@@ -106,6 +106,10 @@ type FetchRequest struct {
 	// history to detect a diverging log (KIP-595 style, Kafka 2.7+).
 	LastFetchedEpoch record.LeaderEpoch
 	MaxBytes         int64
+	// LogStartOffset is a follower's own log start offset (Fetch v5+,
+	// KIP-107), or -1: the leader's DeleteRecords answers wait for its
+	// followers' (lowWatermark).
+	LogStartOffset record.Offset
 }
 
 // EpochEndOffset is where an epoch ended in a log.

@@ -247,6 +247,7 @@ func (h *Handler) fetchRequest(request *kmsg.FetchRequest, partitions int) Fetch
 					CurrentLeaderEpoch: record.LeaderEpoch(partition.CurrentLeaderEpoch),
 					FetchOffset:        record.Offset(partition.FetchOffset),
 					LastFetchedEpoch:   record.LeaderEpoch(partition.LastFetchedEpoch),
+					LogStartOffset:     record.Offset(partition.LogStartOffset),
 					MaxBytes:           int64(max(0, min(partition.PartitionMaxBytes, h.config.MaxFetchBytes))),
 				},
 			})

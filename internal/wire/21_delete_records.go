@@ -22,11 +22,12 @@ import (
 //   - Served by the partition's leader (NOT_LEADER_OR_FOLLOWER elsewhere);
 //     an offset below zero or above the high watermark is
 //     OFFSET_OUT_OF_RANGE: only committed records may be deleted.
-//   - The answer's LowWatermark is the leader's new log start offset, given
-//     at once. Kafka holds the answer (DelayedDeleteRecords) until every
-//     replica's log start offset has reached it; tide's followers follow
-//     from the leader's fetch responses (replica rule
-//     follower-follows-log-start) but the answer does not wait for them.
+//   - The answer comes, as Kafka's DelayedDeleteRecords does, once every
+//     live replica's log start offset has reached the offset (followers
+//     follow from the leader's fetch responses, replica rule
+//     follower-follows-log-start, and report theirs in their fetches), its
+//     LowWatermark the smallest of them; after TimeoutMillis it is
+//     REQUEST_TIMED_OUT, the leader's log start moved all the same.
 //   - A partition named twice in one request is INVALID_REQUEST for each
 //     time it is named.
 //   - v2 is flexible (KIP-482).
@@ -48,6 +49,7 @@ func (h *Handler) handleDeleteRecords(x *exchange) error {
 	}
 	response := request.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	response.Topics = make([]kmsg.DeleteRecordsResponseTopic, len(request.Topics))
+	timeoutTicks := h.config.ticks(request.TimeoutMillis)
 	g := newGather(func() { x.respond(response) })
 	id := uint64(0)
 	for i, topic := range request.Topics {
@@ -64,7 +66,7 @@ func (h *Handler) handleDeleteRecords(x *exchange) error {
 				continue
 			}
 			deliver := g.expect(func() {})
-			h.backend.DeleteRecords(tp, replica.DeleteRecordsRequest{ID: id, Offset: record.Offset(partition.Offset)},
+			h.backend.DeleteRecords(tp, replica.DeleteRecordsRequest{ID: id, Offset: record.Offset(partition.Offset), TimeoutTicks: timeoutTicks},
 				func(answer replica.DeleteRecordsAnswer) {
 					entry.ErrorCode, entry.LowWatermark = answer.ErrorCode, int64(answer.LowWatermark)
 					deliver()
