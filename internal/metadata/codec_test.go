@@ -27,6 +27,8 @@ func sampleRecords() []Record {
 		PartitionChange{TopicPartition: TopicPartition{Topic: "events", Partition: 0}, Leader: NoBroker, ISR: []BrokerID{},
 			ELR: []BrokerID{2}, LeaderEpoch: 5, PartitionEpoch: 8, LeaderRecoveryState: Recovering},
 		ProducerIDs{BrokerID: 2, BrokerEpoch: 7, NextProducerID: 3000},
+		ConfigRecord{Resource: ConfigResource{Type: ConfigTopic, Name: "events"}, Key: "retention.ms", Value: "60000"},
+		ConfigRecord{Resource: ConfigResource{Type: ConfigBrokerDefault}, Key: "log.retention.ms", Delete: true},
 	}
 }
 
