@@ -177,3 +177,18 @@ func describeConfigs(configs map[string]string) string {
 	}
 	return out.String()
 }
+
+// TopicConfigValue returns one config set on a topic, without copying.
+func (img *Image) TopicConfigValue(topic, key string) (string, bool) {
+	if t, ok := img.topics[topic]; ok {
+		value, set := t.configs[key]
+		return value, set
+	}
+	return "", false
+}
+
+// BrokerDefault returns one cluster-wide dynamic broker default.
+func (img *Image) BrokerDefault(key string) (string, bool) {
+	value, ok := img.brokerDefaults[key]
+	return value, ok
+}
