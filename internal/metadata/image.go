@@ -72,6 +72,8 @@ type Topic struct {
 	ID         TopicID
 	Config     TopicConfig
 	Partitions []PartitionState
+	// Configs are the configs set on the topic (config records), a copy.
+	Configs map[string]string
 }
 
 // NewImage returns an empty image at offset -1; the zero Image is the same.
@@ -127,7 +129,7 @@ func (img *Image) Topic(name string) (Topic, bool) {
 	for i, partition := range topic.partitions {
 		partitions[i] = partition.Clone()
 	}
-	return Topic{Name: name, ID: topic.id, Config: topic.config, Partitions: partitions}, true
+	return Topic{Name: name, ID: topic.id, Config: topic.config, Partitions: partitions, Configs: maps.Clone(topic.configs)}, true
 }
 
 // TopicConfig returns a topic's configuration.
