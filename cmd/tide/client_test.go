@@ -161,6 +161,9 @@ func TestTopicProduceConsume(t *testing.T) {
 	}
 	mustRun(t, "", "orders-1: already led by its preferred replica", "topic", "elect-preferred", "orders", bootstrap)
 	mustFail(t, 1, "create topic orders: TOPIC_ALREADY_EXISTS", "topic", "create", "orders", bootstrap)
+	mustRun(t, "", "created topic compacted", "topic", "create", "compacted", "--config", "cleanup.policy=compact", "--config", "retention.ms=60000", bootstrap)
+	mustFail(t, 1, "segment.bytes", "topic", "create", "tiny", "--config", "segment.bytes=1", bootstrap)
+	mustFail(t, 2, "NAME=VALUE", "topic", "create", "tiny", "--config", "segment.bytes", bootstrap)
 	mustFail(t, 1, "consume orders: partition 7: UNKNOWN_TOPIC_OR_PARTITION", "consume", "orders", "--partition", "7", bootstrap)
 	checkConsumeUntilInterrupted(t, bootstrap)
 	mustRun(t, "", "deleted topic orders", "topic", "delete", "orders", bootstrap)

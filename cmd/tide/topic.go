@@ -51,6 +51,7 @@ func exactArgs(count int, what string) cobra.PositionalArgs {
 
 func newTopicCreateCommand(options *clientOptions) *cobra.Command {
 	var partitions, replicationFactor, minInsync int32
+	var configs []string
 	command := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a topic",
@@ -71,6 +72,15 @@ func newTopicCreateCommand(options *clientOptions) *cobra.Command {
 			if minInsync > 0 {
 				config := kmsg.NewCreateTopicsRequestTopicConfig()
 				config.Name, config.Value = "min.insync.replicas", kmsg.StringPtr(strconv.Itoa(int(minInsync)))
+				entry.Configs = append(entry.Configs, config)
+			}
+			for _, setting := range configs {
+				name, value, ok := strings.Cut(setting, "=")
+				if !ok || name == "" {
+					return usageError{fmt.Errorf("--config %q: want NAME=VALUE", setting)}
+				}
+				config := kmsg.NewCreateTopicsRequestTopicConfig()
+				config.Name, config.Value = name, kmsg.StringPtr(value)
 				entry.Configs = append(entry.Configs, config)
 			}
 			request.Topics = append(request.Topics, entry)
@@ -97,6 +107,7 @@ func newTopicCreateCommand(options *clientOptions) *cobra.Command {
 	command.Flags().Int32Var(&partitions, "partitions", -1, "the number of partitions (-1: the broker's num.partitions)")
 	command.Flags().Int32Var(&replicationFactor, "replication-factor", -1, "replicas per partition (-1: the broker's default.replication.factor, 3 in tide dev)")
 	command.Flags().Int32Var(&minInsync, "min-insync-replicas", 0, "min.insync.replicas for acks=all (0: the broker's default)")
+	command.Flags().StringArrayVar(&configs, "config", nil, "a topic config NAME=VALUE (retention.ms, cleanup.policy, max.message.bytes, ...; docs/compatibility.md), repeatable")
 	return command
 }
 

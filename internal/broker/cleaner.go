@@ -13,11 +13,14 @@ import (
 const CleanerIntervalTicksDefault = 100
 
 // cleanerConfigFor is the one seam where a topic's configuration becomes
-// the cleaner's: today the node's Config.CleanerConfigs (a topic absent
-// there is not compacted); per-topic configs from the metadata log
-// (cleanup.policy, delete.retention.ms, min.compaction.lag.ms,
-// min.cleanable.dirty.ratio) belong here once the image carries them.
+// the cleaner's: the topic's cleanup.policy, delete.retention.ms,
+// min.compaction.lag.ms and min.cleanable.dirty.ratio from the metadata log
+// (topicCleanerConfig) when it sets a cleanup.policy, else the node's
+// Config.CleanerConfigs (a topic absent there is not compacted).
 func (n *Node) cleanerConfigFor(topic string) (commitlog.CleanerConfig, bool) {
+	if config, ok := n.topicCleanerConfig(topic); ok {
+		return config, config.Compact
+	}
 	config, ok := n.config.CleanerConfigs[topic]
 	return config, ok && config.Compact
 }

@@ -397,9 +397,13 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 		return nil, nil
 	}
 	logConfig := n.logConfig(tp.Topic)
+	// max.message.bytes raises the batch bound for its topic; a value below
+	// the node's is not honoured (docs/compatibility.md): lowering the
+	// bound under batches already in the log would make them unreadable.
+	maxBatchBytes := max(n.config.MaxBatchBytes, logConfig.MaxMessageBytes)
 	log, err := commitlog.Open(commitlog.Config{
 		FS: n.config.FS, Dir: n.partitionDirectory(tp),
-		SegmentBytes: logConfig.SegmentBytes, SegmentAge: logConfig.segmentAge(), MaxBatchBytes: n.config.MaxBatchBytes,
+		SegmentBytes: logConfig.SegmentBytes, SegmentAge: logConfig.segmentAge(), MaxBatchBytes: maxBatchBytes,
 		RetentionBytes: -1,
 	})
 	if err != nil {
@@ -420,7 +424,7 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 		ReplicaLagTicks: n.config.ReplicaLagTicks, FetchRetryTicks: n.config.FetchRetryTicks,
 		FetchTimeoutTicks:  n.config.FetchTimeoutTicks,
 		ProposalRetryTicks: n.config.ProposalRetryTicks, FlushAlways: n.config.FlushAlways,
-		MaxBatchBytes: n.config.MaxBatchBytes, MaxDecompressedBatchBytes: n.config.MaxDecompressedBatchBytes,
+		MaxBatchBytes: maxBatchBytes, MaxDecompressedBatchBytes: n.config.MaxDecompressedBatchBytes,
 		MaxPendingProduces: n.config.MaxPendingProduces, Rules: n.config.Rules, LogAppendTime: logConfig.LogAppendTime,
 	}, replica.LogState{
 		LogStartOffset: log.LogStartOffset(), LogEndOffset: log.LogEndOffset(),

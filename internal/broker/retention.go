@@ -35,15 +35,17 @@ type LogConfig struct {
 	SegmentMs      int64
 	SegmentBytes   int64
 	LogAppendTime  bool
+	// MaxMessageBytes is the topic's max.message.bytes, or 0 when unset
+	// (the node's MaxBatchBytes bounds its batches).
+	MaxMessageBytes int
 }
 
 func (c LogConfig) segmentAge() time.Duration { return time.Duration(c.SegmentMs) * time.Millisecond }
 
-// logConfig is the log configuration of topic: the seam where per-topic
-// configs (the metadata log's topic config records) plug in. Today every
-// topic gets the broker's defaults (Config.RetentionMs and the rest).
+// logConfig is the log configuration of topic: the node's static settings
+// (Config.RetentionMs and the rest) overridden by the topic's configs and
+// the cluster-wide dynamic defaults in the metadata log (topicSetting).
 func (n *Node) logConfig(topic string) LogConfig {
-	_ = topic
 	config := LogConfig{
 		RetentionMs: n.config.RetentionMs, RetentionBytes: n.config.RetentionBytes,
 		SegmentMs: n.config.SegmentMs, SegmentBytes: n.config.SegmentBytes, LogAppendTime: n.config.LogAppendTime,
@@ -54,6 +56,7 @@ func (n *Node) logConfig(topic string) LogConfig {
 	if config.RetentionBytes == 0 {
 		config.RetentionBytes = -1
 	}
+	n.applyTopicLogConfig(topic, &config)
 	if config.SegmentMs <= 0 {
 		config.SegmentMs = DefaultSegmentMs
 	}

@@ -21,7 +21,8 @@ import (
 //   - INVALID_REPLICATION_FACTOR (38): CreateTopic with a replication factor
 //     below one or above the number of brokers that may host a replica.
 //   - INVALID_CONFIG (40): CreateTopic with min.insync.replicas below one or
-//     above the replication factor.
+//     above the replication factor, or with configs logconfig refuses;
+//     AlterConfigs with such configs (see AlterConfigs).
 //   - NOT_CONTROLLER (41): an AlterPartition carries a leader or partition
 //     epoch newer than this controller's image, so this controller is behind
 //     (it is probably no longer the active one); the leader should find the

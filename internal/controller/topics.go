@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
+	"github.com/tidelog/tide/internal/logconfig"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -32,6 +36,12 @@ type CreateTopicRequest struct {
 	// Assignments, which an operator uses to pin leaders and the scenarios
 	// use to follow a seed's replica names. One list per partition.
 	Assignments [][]metadata.BrokerID
+	// Configs are the topic configs the client set (CreateTopics'
+	// configs), written as config records in the batch of the
+	// CreateTopic so no broker sees the topic without them. Set
+	// min.insync.replicas and unclean.leader.election.enable override
+	// Config's.
+	Configs map[string]string
 }
 
 // CreateTopic decides a topic's creation: the CreateTopic record, or a code.
@@ -53,7 +63,10 @@ type CreateTopicRequest struct {
 // INVALID_REPLICA_ASSIGNMENT for explicit assignments that do not give each
 // partition that many distinct available brokers, INVALID_CONFIG for
 // min.insync.replicas below 1 or above the replication factor (acks=all
-// writes could never succeed; Kafka accepts this, tide refuses it).
+// writes could never succeed; Kafka accepts this, tide refuses it), or for
+// Configs that logconfig refuses (unknown, or out of Kafka's type and
+// range). The Configs follow the CreateTopic in the same batch, one config
+// record each, keys sorted.
 //
 // The topic's id (KIP-516) is drawn from random, the controller's injected
 // source (metadata.NewTopicID): usable, and no other topic's, so a topic
@@ -61,6 +74,15 @@ type CreateTopicRequest struct {
 // source that fails is an error, like any broken decision.
 func CreateTopic(img *metadata.Image, request CreateTopicRequest, random io.Reader) ([]metadata.Record, int16, error) {
 	config := request.Config
+	if err := logconfig.ValidateTopicConfigs(request.Configs, request.ReplicationFactor); err != nil {
+		return nil, kerr.InvalidConfig.Code, nil
+	}
+	if value, ok := request.Configs["min.insync.replicas"]; ok {
+		config.MinInsyncReplicas, _ = strconv.Atoi(strings.TrimSpace(value))
+	}
+	if value, ok := request.Configs["unclean.leader.election.enable"]; ok {
+		config.UncleanLeaderElection = strings.EqualFold(strings.TrimSpace(value), "true")
+	}
 	if config.MinInsyncReplicas == 0 {
 		config.MinInsyncReplicas = 1
 	}
@@ -110,6 +132,12 @@ func CreateTopic(img *metadata.Image, request CreateTopicRequest, random io.Read
 	d := newDecision(img)
 	if err := d.append(record); err != nil {
 		return nil, 0, err
+	}
+	resource := metadata.ConfigResource{Type: metadata.ConfigTopic, Name: request.Name}
+	for _, key := range slices.Sorted(maps.Keys(request.Configs)) {
+		if err := d.append(metadata.ConfigRecord{Resource: resource, Key: key, Value: request.Configs[key]}); err != nil {
+			return nil, 0, err
+		}
 	}
 	return d.records, 0, nil
 }

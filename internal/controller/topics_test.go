@@ -39,6 +39,12 @@ func TestCreateTopicCodes(t *testing.T) {
 			Config: metadata.TopicConfig{MinInsyncReplicas: 3}}, kerr.InvalidConfig.Code},
 		{"negative min.insync", CreateTopicRequest{Name: "orders", Partitions: 1, ReplicationFactor: 2,
 			Config: metadata.TopicConfig{MinInsyncReplicas: -1}}, kerr.InvalidConfig.Code},
+		{"unknown config", CreateTopicRequest{Name: "orders", Partitions: 1, ReplicationFactor: 2,
+			Configs: map[string]string{"no.such.config": "1"}}, kerr.InvalidConfig.Code},
+		{"config out of range", CreateTopicRequest{Name: "orders", Partitions: 1, ReplicationFactor: 2,
+			Configs: map[string]string{"segment.bytes": "1"}}, kerr.InvalidConfig.Code},
+		{"min.insync config above RF", CreateTopicRequest{Name: "orders", Partitions: 1, ReplicationFactor: 2,
+			Configs: map[string]string{"min.insync.replicas": "3"}}, kerr.InvalidConfig.Code},
 		{"assigned", CreateTopicRequest{Name: "orders", Partitions: 1, ReplicationFactor: 2,
 			Assignments: [][]metadata.BrokerID{{3, 1}}}, 0},
 		{"assignment per partition", CreateTopicRequest{Name: "orders", Partitions: 2, ReplicationFactor: 2,
@@ -56,10 +62,39 @@ func TestCreateTopicCodes(t *testing.T) {
 			if err != nil || code != test.want {
 				t.Fatalf("got %s %v, want %s", CodeName(code), err, CodeName(test.want))
 			}
-			if (code == 0) != (len(records) == 1) {
+			if (code == 0) != (len(records) == 1+len(test.request.Configs)) {
 				t.Errorf("got %d records with %s", len(records), CodeName(code))
 			}
 		})
+	}
+}
+
+// Configs given at creation follow the CreateTopic in its batch, one
+// config record each in key order, and min.insync.replicas and
+// unclean.leader.election.enable among them set the topic's TopicConfig,
+// which the controller's ISR and election decisions read.
+func TestCreateTopicWithConfigs(t *testing.T) {
+	c := newCluster(t)
+	c.register(1, 2, 3)
+	request := CreateTopicRequest{Name: "orders", Partitions: 1, ReplicationFactor: 3, Configs: map[string]string{
+		"retention.ms": "60000", "cleanup.policy": "compact,delete", "min.insync.replicas": "2", "unclean.leader.election.enable": "true"}}
+	records, code, err := CreateTopic(c.image, request, c.topicIDs)
+	if err != nil || code != 0 {
+		t.Fatal(CodeName(code), err)
+	}
+	var keys []string
+	for _, r := range records[1:] {
+		config := r.(metadata.ConfigRecord)
+		if config.Resource != (metadata.ConfigResource{Type: metadata.ConfigTopic, Name: "orders"}) || config.Value != request.Configs[config.Key] {
+			t.Errorf("record %v", config)
+		}
+		keys = append(keys, config.Key)
+	}
+	if want := []string{"cleanup.policy", "min.insync.replicas", "retention.ms", "unclean.leader.election.enable"}; !slices.Equal(keys, want) {
+		t.Fatalf("config records %v, want %v", keys, want)
+	}
+	if got := records[0].(metadata.CreateTopic).Config; got.MinInsyncReplicas != 2 || !got.UncleanLeaderElection {
+		t.Fatalf("topic config %v", got)
 	}
 }
 

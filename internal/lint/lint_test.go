@@ -27,6 +27,7 @@ var pure = []string{
 	"internal/quorum",
 	"internal/codec",
 	"internal/producer",
+	"internal/logconfig",
 }
 
 // runtimeFree are the packages between the runtimes and the pure cores:

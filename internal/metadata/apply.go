@@ -93,6 +93,8 @@ func (img *Image) apply(r Record) (bool, error) {
 		}
 		img.nextProducerID = r.NextProducerID
 		return true, nil
+	case ConfigRecord:
+		return img.applyConfig(r)
 	}
 	return false, fmt.Errorf("%w: unknown record type %T", ErrInvariant, r)
 }

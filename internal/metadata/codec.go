@@ -58,6 +58,13 @@ const (
 // written when some broker has one; codecVersion images have none.
 const imageEndpointsVersion = 2
 
+// imageTrailingVersion is imageEndpointsVersion plus a trailing section: a
+// count, then records (AppendRecord) that rebuild image state CreateTopic
+// does not carry, applied after the topics (today the config records).
+// It is written only when there is such state, so an image without any
+// keeps its older encoding.
+const imageTrailingVersion = 3
+
 // maxEndpointBytes bounds an endpoint: a host name (253) and a port.
 const maxEndpointBytes = 260
 
@@ -165,6 +172,8 @@ func AppendRecord(e *codec.Encoder, r Record) {
 	case ProducerIDs:
 		appendBrokerEpoch(e, tagProducerIDs, r.BrokerID, r.BrokerEpoch)
 		e.Varint(r.NextProducerID)
+	case ConfigRecord:
+		appendConfigRecord(e, r)
 	default:
 		// The record set is sealed: a type missing here is a programmer
 		// error caught by the codec's round-trip test.
@@ -240,6 +249,8 @@ func ReadRecord(d *codec.Decoder) Record {
 	case tagProducerIDs:
 		id, epoch := readBrokerEpoch(d)
 		return ProducerIDs{BrokerID: id, BrokerEpoch: epoch, NextProducerID: d.Varint()}
+	case tagConfigRecord:
+		return readConfigRecord(d)
 	default:
 		d.Fail(fmt.Errorf("record type %d", tag))
 		return nil
@@ -292,6 +303,10 @@ func EncodeImage(dst []byte, img *Image) []byte {
 			version = imageEndpointsVersion
 		}
 	}
+	trailing := img.configRecords()
+	if len(trailing) > 0 {
+		version = imageTrailingVersion
+	}
 	e.Byte(version)
 	e.Varint(img.nextOffset)
 	e.Varint(img.nextProducerID)
@@ -305,7 +320,7 @@ func EncodeImage(dst []byte, img *Image) []byte {
 		e.Bool(state.ShuttingDown)
 		e.Varint(int64(state.ServedEpoch))
 		e.String(registration.incarnation)
-		if version == imageEndpointsVersion {
+		if version >= imageEndpointsVersion {
 			e.String(registration.endpoint)
 		}
 	}
@@ -315,6 +330,12 @@ func EncodeImage(dst []byte, img *Image) []byte {
 		topic := img.topics[name]
 		AppendRecord(e, CreateTopic{Name: name, ID: topic.id, Config: topic.config, Partitions: topic.partitions})
 	}
+	if version == imageTrailingVersion {
+		e.Uvarint(uint64(len(trailing)))
+		for _, r := range trailing {
+			AppendRecord(e, r)
+		}
+	}
 	return e.B
 }
 
@@ -323,7 +344,7 @@ func EncodeImage(dst []byte, img *Image) []byte {
 func DecodeImage(b []byte) (*Image, error) {
 	d := codec.NewDecoder(b)
 	version := d.Byte()
-	if version != codecVersion && version != imageEndpointsVersion {
+	if version != codecVersion && version != imageEndpointsVersion && version != imageTrailingVersion {
 		return nil, d.Fail(fmt.Errorf("version %d", version))
 	}
 	img := &Image{nextOffset: d.Varint(), nextProducerID: d.Varint(), brokers: map[BrokerID]brokerRegistration{}, topics: map[string]*topicImage{}}
@@ -332,7 +353,7 @@ func DecodeImage(b []byte) (*Image, error) {
 		id, epoch := readBrokerEpoch(d)
 		state := BrokerState{ID: id, Epoch: epoch, Fenced: d.Bool(), ShuttingDown: d.Bool(), ServedEpoch: BrokerEpoch(d.Varint())}
 		registration := brokerRegistration{state: state, incarnation: d.String(maxNameBytes)}
-		if version == imageEndpointsVersion {
+		if version >= imageEndpointsVersion {
 			registration.endpoint = d.String(maxEndpointBytes)
 		}
 		if _, taken := img.brokers[id]; taken || id < 0 {
@@ -351,6 +372,9 @@ func DecodeImage(b []byte) (*Image, error) {
 			d.Fail(fmt.Errorf("topic %q twice", topic.Name))
 		}
 		img.topics[topic.Name] = &topicImage{id: topic.ID, config: topic.Config, partitions: topic.Partitions}
+	}
+	if version == imageTrailingVersion {
+		readTrailing(d, img, len(b))
 	}
 	if err := d.Finish(); err != nil {
 		return nil, err
@@ -397,4 +421,26 @@ func (img *Image) validate() error {
 // built the same image from the same log.
 func (img *Image) Equal(other *Image) bool {
 	return slices.Equal(EncodeImage(nil, img), EncodeImage(nil, other))
+}
+
+// readTrailing reads an image's trailing section and applies its records
+// after the topics. Only records that rebuild state CreateTopic does not
+// carry belong there; any other is a corrupt snapshot.
+func readTrailing(d *codec.Decoder, img *Image, size int) {
+	count := d.Length(1, size)
+	for i := 0; i < count && d.Err() == nil; i++ {
+		r := ReadRecord(d)
+		config, ok := r.(ConfigRecord)
+		if d.Err() != nil {
+			return
+		}
+		if !ok || config.Delete {
+			d.Fail(fmt.Errorf("trailing record %v", r))
+			return
+		}
+		if _, err := img.applyConfig(config); err != nil {
+			d.Fail(err)
+			return
+		}
+	}
 }

@@ -32,6 +32,8 @@ func sampleRecords() []Record {
 			{TopicPartition: TopicPartition{Topic: "orders", Partition: 2}, Replicas: []BrokerID{1}, ISR: []BrokerID{1}, Leader: 1}}},
 		CreatePartitions{Topic: "legacy", Partitions: []PartitionState{
 			{TopicPartition: TopicPartition{Topic: "legacy", Partition: 3}, Replicas: []BrokerID{1}, ISR: []BrokerID{}, ELR: []BrokerID{}, Leader: NoBroker}}},
+		ConfigRecord{Resource: ConfigResource{Type: ConfigTopic, Name: "events"}, Key: "retention.ms", Value: "60000"},
+		ConfigRecord{Resource: ConfigResource{Type: ConfigBrokerDefault}, Key: "log.retention.ms", Delete: true},
 	}
 }
 

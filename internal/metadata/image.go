@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -42,6 +43,9 @@ type Image struct {
 	// topicsByID indexes topics by id, built when first needed and
 	// dropped whenever a record changes the topics (topicIDIndex).
 	topicsByID map[TopicID]string
+	// brokerDefaults are the cluster-wide dynamic broker configs
+	// (ConfigRecord for the broker default resource).
+	brokerDefaults map[string]string
 }
 
 type brokerRegistration struct {
@@ -57,6 +61,9 @@ type topicImage struct {
 	id         TopicID
 	config     TopicConfig
 	partitions []PartitionState // indexed by partition number
+	// configs are the topic's own configs (ConfigRecord), dropped with
+	// the topic.
+	configs map[string]string
 }
 
 // Topic is a read-only copy of one topic's metadata.
@@ -65,6 +72,8 @@ type Topic struct {
 	ID         TopicID
 	Config     TopicConfig
 	Partitions []PartitionState
+	// Configs are the configs set on the topic (config records), a copy.
+	Configs map[string]string
 }
 
 // NewImage returns an empty image at offset -1; the zero Image is the same.
@@ -120,7 +129,7 @@ func (img *Image) Topic(name string) (Topic, bool) {
 	for i, partition := range topic.partitions {
 		partitions[i] = partition.Clone()
 	}
-	return Topic{Name: name, ID: topic.id, Config: topic.config, Partitions: partitions}, true
+	return Topic{Name: name, ID: topic.id, Config: topic.config, Partitions: partitions, Configs: maps.Clone(topic.configs)}, true
 }
 
 // TopicConfig returns a topic's configuration.
@@ -166,7 +175,7 @@ func (img *Image) Partitions() []PartitionState {
 // Clone returns a deep copy that shares nothing with img, so a test or a
 // controller decision can apply records to it without touching img.
 func (img *Image) Clone() *Image {
-	clone := &Image{nextOffset: img.nextOffset, nextProducerID: img.nextProducerID}
+	clone := &Image{nextOffset: img.nextOffset, nextProducerID: img.nextProducerID, brokerDefaults: maps.Clone(img.brokerDefaults)}
 	if img.brokers != nil {
 		clone.brokers = make(map[BrokerID]brokerRegistration, len(img.brokers))
 		for id, registration := range img.brokers {
@@ -180,7 +189,7 @@ func (img *Image) Clone() *Image {
 			for i, partition := range topic.partitions {
 				partitions[i] = partition.Clone()
 			}
-			clone.topics[name] = &topicImage{id: topic.id, config: topic.config, partitions: partitions}
+			clone.topics[name] = &topicImage{id: topic.id, config: topic.config, partitions: partitions, configs: maps.Clone(topic.configs)}
 		}
 	}
 	return clone
@@ -193,6 +202,9 @@ func (img *Image) Describe() string {
 	fmt.Fprintf(&out, "offset=%d\n", img.Offset())
 	if img.nextProducerID > 0 {
 		fmt.Fprintf(&out, "next-producer-id=%d\n", img.nextProducerID)
+	}
+	if len(img.brokerDefaults) > 0 {
+		fmt.Fprintf(&out, "broker-default configs:%s\n", describeConfigs(img.brokerDefaults))
 	}
 	for _, id := range img.brokerIDs() {
 		registration := img.brokers[id]
@@ -209,7 +221,11 @@ func (img *Image) Describe() string {
 		if !topic.id.IsZero() {
 			id = " id=" + topic.id.String()
 		}
-		fmt.Fprintf(&out, "topic %s%s %s\n", name, id, topic.config)
+		configs := ""
+		if len(topic.configs) > 0 {
+			configs = " configs:" + describeConfigs(topic.configs)
+		}
+		fmt.Fprintf(&out, "topic %s%s %s%s\n", name, id, topic.config, configs)
 		for _, partition := range topic.partitions {
 			fmt.Fprintf(&out, "  %s%s\n", partition, recoverySuffix(partition.LeaderRecoveryState))
 		}

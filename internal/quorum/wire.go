@@ -2,6 +2,8 @@ package quorum
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/tidelog/tide/internal/codec"
 	"github.com/tidelog/tide/internal/controller"
@@ -41,6 +43,17 @@ const (
 	// kindFetchMetadata is a metadata long poll; its answer has the
 	// heartbeat answer's kind and shape.
 	kindFetchMetadata
+	// kindCreateTopicConfigs is a CreateTopic with topic configs (a count,
+	// then key and value pairs); one without keeps kindCreateTopic.
+	kindCreateTopicConfigs
+)
+
+// Bounds on a CreateTopic's configs: Kafka's config names are short and no
+// supported value is long (internal/logconfig).
+const (
+	maxWireConfigs     = 256
+	maxWireConfigKey   = 255
+	maxWireConfigValue = 4096
 )
 
 // EncodeRequest appends a request to dst.
@@ -65,12 +78,7 @@ func EncodeRequest(dst []byte, r Request) []byte {
 		e.Byte(kindAlterPartition)
 		encodeAlterPartition(e, r.AlterPartition)
 	case r.CreateTopic != nil:
-		e.Byte(kindCreateTopic)
-		e.String(r.CreateTopic.Name)
-		e.Varint(int64(r.CreateTopic.Partitions))
-		e.Varint(int64(r.CreateTopic.ReplicationFactor))
-		e.Varint(int64(r.CreateTopic.Config.MinInsyncReplicas))
-		e.Bool(r.CreateTopic.Config.UncleanLeaderElection)
+		encodeCreateTopic(e, r.CreateTopic)
 	case r.DeleteTopic != nil && r.DeleteTopic.ID.IsZero():
 		e.Byte(kindDeleteTopic)
 		e.String(r.DeleteTopic.Name)
@@ -140,9 +148,8 @@ func DecodeRequest(b []byte) (Request, error) {
 			MaxEntries: int(d.Int32())}
 	case kindAlterPartition:
 		r.AlterPartition = decodeAlterPartition(d)
-	case kindCreateTopic:
-		r.CreateTopic = &controller.CreateTopicRequest{Name: d.String(maxWireName), Partitions: int(d.Int32()), ReplicationFactor: int(d.Int32())}
-		r.CreateTopic.Config = metadata.TopicConfig{MinInsyncReplicas: int(d.Int32()), UncleanLeaderElection: d.Bool()}
+	case kindCreateTopic, kindCreateTopicConfigs:
+		r.CreateTopic = decodeCreateTopic(d, kind == kindCreateTopicConfigs)
 	case kindDeleteTopic:
 		r.DeleteTopic = &DeleteTopicRequest{Name: d.String(maxWireName)}
 	case kindDeleteTopicID:
@@ -334,4 +341,42 @@ func decodeHeartbeatAnswer(d *codec.Decoder) *HeartbeatAnswer {
 		}
 	}
 	return a
+}
+
+func encodeCreateTopic(e *codec.Encoder, r *controller.CreateTopicRequest) {
+	kind := kindCreateTopic
+	if len(r.Configs) > 0 {
+		kind = kindCreateTopicConfigs
+	}
+	e.Byte(kind)
+	e.String(r.Name)
+	e.Varint(int64(r.Partitions))
+	e.Varint(int64(r.ReplicationFactor))
+	e.Varint(int64(r.Config.MinInsyncReplicas))
+	e.Bool(r.Config.UncleanLeaderElection)
+	if kind == kindCreateTopicConfigs {
+		e.Uvarint(uint64(len(r.Configs)))
+		for _, key := range slices.Sorted(maps.Keys(r.Configs)) {
+			e.String(key)
+			e.String(r.Configs[key])
+		}
+	}
+}
+
+func decodeCreateTopic(d *codec.Decoder, withConfigs bool) *controller.CreateTopicRequest {
+	r := &controller.CreateTopicRequest{Name: d.String(maxWireName), Partitions: int(d.Int32()), ReplicationFactor: int(d.Int32())}
+	r.Config = metadata.TopicConfig{MinInsyncReplicas: int(d.Int32()), UncleanLeaderElection: d.Bool()}
+	if !withConfigs {
+		return r
+	}
+	n := d.Length(2, maxWireConfigs)
+	r.Configs = make(map[string]string, n)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		key := d.String(maxWireConfigKey)
+		if _, twice := r.Configs[key]; twice && d.Err() == nil {
+			d.Fail(fmt.Errorf("config %q twice", key))
+		}
+		r.Configs[key] = d.String(maxWireConfigValue)
+	}
+	return r
 }

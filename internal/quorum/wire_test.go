@@ -19,6 +19,8 @@ func sampleRequests() []Request {
 			{TopicPartition: tp, LeaderEpoch: 4, PartitionEpoch: 9, NewISR: []controller.BrokerIDAndEpoch{{ID: 1, Epoch: 7}, {ID: 2, Epoch: -1}}}}}},
 		{ID: 4, From: 1, CreateTopic: &controller.CreateTopicRequest{Name: "events", Partitions: 3, ReplicationFactor: 3,
 			Config: metadata.TopicConfig{MinInsyncReplicas: 2, UncleanLeaderElection: true}}},
+		{ID: 4, From: 1, CreateTopic: &controller.CreateTopicRequest{Name: "logs", Partitions: 1, ReplicationFactor: 1,
+			Config: metadata.TopicConfig{MinInsyncReplicas: 1}, Configs: map[string]string{"retention.ms": "1000", "cleanup.policy": "compact"}}},
 		{ID: 5, From: 1, DeleteTopic: &DeleteTopicRequest{Name: "old"}},
 		{ID: 6, From: 2, CreatePartitions: &controller.CreatePartitionsRequest{Topic: "events", Count: 5}},
 		{ID: 7, From: 2, CreatePartitions: &controller.CreatePartitionsRequest{Topic: "events", Count: 3,

@@ -3,8 +3,10 @@ package wire
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/tidelog/tide/internal/controller"
+	"github.com/tidelog/tide/internal/logconfig"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -113,15 +115,31 @@ func createTopicRequest(topic kmsg.CreateTopicsRequestTopic, broker BrokerConfig
 		if config.Value == nil {
 			continue
 		}
+		if _, twice := create.Configs[config.Name]; twice {
+			return create, kerr.InvalidConfig.Code, "config " + config.Name + " is set more than once"
+		}
 		if err := setTopicConfig(&create.Config, config.Name, *config.Value); err != nil {
 			return create, kerr.InvalidConfig.Code, err.Error()
 		}
+		if create.Configs == nil {
+			create.Configs = map[string]string{}
+		}
+		create.Configs[config.Name] = *config.Value
+	}
+	if err := logconfig.ValidateTopicConfigs(create.Configs, create.ReplicationFactor); err != nil {
+		return create, kerr.InvalidConfig.Code, err.Error()
 	}
 	return create, 0, ""
 }
 
-// setTopicConfig applies one of the configs tide keeps per topic.
+// setTopicConfig validates one topic config (internal/logconfig) and
+// applies the two the controller's decisions read from TopicConfig; every
+// valid config also travels to the controller in CreateTopicRequest.Configs.
 func setTopicConfig(config *metadata.TopicConfig, name, value string) error {
+	if err := logconfig.ValidateTopic(name, value); err != nil {
+		return err
+	}
+	value = strings.TrimSpace(value)
 	switch name {
 	case "min.insync.replicas":
 		n, err := strconv.Atoi(value)
@@ -130,13 +148,7 @@ func setTopicConfig(config *metadata.TopicConfig, name, value string) error {
 		}
 		config.MinInsyncReplicas = n
 	case "unclean.leader.election.enable":
-		enabled, err := strconv.ParseBool(value)
-		if err != nil {
-			return fmt.Errorf("unclean.leader.election.enable %q is not a boolean", value)
-		}
-		config.UncleanLeaderElection = enabled
-	default:
-		return fmt.Errorf("tide does not support the topic config %s", name)
+		config.UncleanLeaderElection = strings.EqualFold(value, "true")
 	}
 	return nil
 }
@@ -150,7 +162,7 @@ func fillCreatedTopic(entry *kmsg.CreateTopicsResponseTopic, create controller.C
 		return
 	}
 	entry.NumPartitions, entry.ReplicationFactor = int32(create.Partitions), int16(create.ReplicationFactor)
-	for _, config := range topicConfigs(create.Config, broker) {
+	for _, config := range topicConfigs(metadata.Topic{Config: create.Config, Configs: create.Configs}, broker) {
 		described := kmsg.NewCreateTopicsResponseTopicConfig()
 		described.Name, described.Value, described.ReadOnly, described.Source = config.name, &config.value, true, int8(config.source)
 		entry.Configs = append(entry.Configs, described)

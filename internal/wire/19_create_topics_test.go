@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -30,7 +31,7 @@ func TestCreateTopics(t *testing.T) {
 		request.Topics = []kmsg.CreateTopicsRequestTopic{
 			createTopic("orders", 3, 2, map[string]string{"min.insync.replicas": "2", "unclean.leader.election.enable": "true"}),
 			createTopic("taken", 1, 1, nil),
-			createTopic("odd", 1, 1, map[string]string{"cleanup.policy": "compact"}),
+			createTopic("odd", 1, 1, map[string]string{"retention.ms": "soon"}),
 			assigned,
 			createTopic("twice", 1, 1, nil), createTopic("twice", 1, 1, nil),
 		}
@@ -51,6 +52,14 @@ func TestCreateTopics(t *testing.T) {
 		}
 		if sent := backend.createTopics[0]; sent.TimeoutTicks != 3000 || sent.ValidateOnly {
 			t.Fatalf("v%d: backend got %+v", version, sent)
+		}
+		// Every config travels to the controller, which writes them as
+		// config records; a refused one is named in the message.
+		if sent := backend.createTopics[0].Topics[0].Configs; sent["unclean.leader.election.enable"] != "true" || len(sent) != 2 {
+			t.Fatalf("v%d: configs sent %v", version, sent)
+		}
+		if odd := response.Topics[2]; version >= 1 && (odd.ErrorMessage == nil || !strings.Contains(*odd.ErrorMessage, "retention.ms")) {
+			t.Fatalf("v%d: odd answered %v", version, odd.ErrorMessage)
 		}
 		if version >= 5 {
 			orders := response.Topics[0]

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/tidelog/tide/internal/logconfig"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -16,11 +17,13 @@ import (
 // a config tide does not have is simply absent, as an unknown name is in
 // Kafka. rpk, kadm and Terraform read these.
 //
-//   - Topic: min.insync.replicas and unclean.leader.election.enable (kept
-//     per topic in the metadata log; DYNAMIC_TOPIC_CONFIG when they differ
-//     from the broker's default, DEFAULT_CONFIG otherwise), and
-//     segment.bytes, retention.bytes, retention.ms and max.message.bytes
-//     (the broker's, DEFAULT_CONFIG: tide has no per-topic log settings).
+//   - Topic: every config of internal/logconfig (max.message.bytes,
+//     retention.ms, retention.bytes, segment.bytes, segment.ms,
+//     cleanup.policy, min.insync.replicas, unclean.leader.election.enable,
+//     message.timestamp.type, delete.retention.ms, min.compaction.lag.ms,
+//     min.cleanable.dirty.ratio, compression.type): the value the metadata
+//     log sets on the topic (DYNAMIC_TOPIC_CONFIG), else the broker's
+//     static value where it has one, else Kafka's default (DEFAULT_CONFIG).
 //   - Broker: num.partitions, default.replication.factor,
 //     min.insync.replicas, unclean.leader.election.enable,
 //     log.segment.bytes, log.retention.bytes, log.retention.ms and
@@ -31,7 +34,7 @@ import (
 //     sensitive.
 //   - v1+ IncludeSynonyms lists the config itself and, for a topic config,
 //     the broker config it defaults to; v3+ ConfigType; Documentation is
-//     null. v4 is flexible.
+//     the config's text when IncludeDocumentation (v3+). v4 is flexible.
 //   - Other resource types (broker loggers, client metrics, groups) are
 //     INVALID_REQUEST.
 //   - v0 (IsDefault instead of Source) is not served, as in Kafka 4.0.
@@ -47,6 +50,8 @@ type configEntry struct {
 	// synonym is the broker config a topic config defaults to, or "", and
 	// synonymValue its value.
 	synonym, synonymValue string
+	// doc is the config's documentation (v3+ IncludeDocumentation).
+	doc string
 }
 
 func (h *Handler) handleDescribeConfigs(x *exchange) error {
@@ -65,7 +70,11 @@ func (h *Handler) handleDescribeConfigs(x *exchange) error {
 		}
 		for _, config := range entries {
 			if resource.ConfigNames == nil || slices.Contains(resource.ConfigNames, config.name) {
-				entry.Configs = append(entry.Configs, describedConfig(config, request.IncludeSynonyms))
+				described := describedConfig(config, request.IncludeSynonyms)
+				if request.IncludeDocumentation && config.doc != "" {
+					described.Documentation = &config.doc
+				}
+				entry.Configs = append(entry.Configs, described)
 			}
 		}
 		response.Resources = append(response.Resources, entry)
@@ -83,7 +92,7 @@ func (h *Handler) resourceConfigs(cluster Cluster, resource kmsg.DescribeConfigs
 		if !ok {
 			return nil, kerr.UnknownTopicOrPartition.Code, "unknown topic " + resource.ResourceName
 		}
-		return topicConfigs(topic.Config, cluster.Config), 0, ""
+		return topicConfigs(topic, cluster.Config), 0, ""
 	case kmsg.ConfigResourceTypeBroker:
 		if resource.ResourceName != "" && resource.ResourceName != strconv.Itoa(int(cluster.BrokerID)) {
 			return nil, kerr.InvalidRequest.Code, fmt.Sprintf("this is broker %d, not %q", cluster.BrokerID, resource.ResourceName)
@@ -93,23 +102,37 @@ func (h *Handler) resourceConfigs(cluster Cluster, resource kmsg.DescribeConfigs
 	return nil, kerr.InvalidRequest.Code, fmt.Sprintf("tide has no configs of resource type %d", resource.ResourceType)
 }
 
-// topicConfigs lists a topic's configs, sorted by name.
-func topicConfigs(topic metadata.TopicConfig, broker BrokerConfig) []configEntry {
-	minInsync, brokerMinInsync := strconv.Itoa(topic.MinInsyncReplicas), strconv.Itoa(broker.MinInsyncReplicas)
-	unclean, brokerUnclean := strconv.FormatBool(topic.UncleanLeaderElection), strconv.FormatBool(broker.UncleanLeaderElection)
-	messageMax := strconv.FormatInt(broker.MessageMaxBytes, 10)
-	retentionBytes, retentionMs := strconv.FormatInt(broker.RetentionBytes, 10), strconv.FormatInt(broker.RetentionMs, 10)
-	segment := strconv.FormatInt(broker.SegmentBytes, 10)
-	fixed := kmsg.ConfigSourceDefaultConfig
-	return []configEntry{
-		{"max.message.bytes", messageMax, fixed, kmsg.ConfigTypeInt, "message.max.bytes", messageMax},
-		{"min.insync.replicas", minInsync, perTopicSource(minInsync, brokerMinInsync), kmsg.ConfigTypeInt, "min.insync.replicas", brokerMinInsync},
-		{"retention.bytes", retentionBytes, fixed, kmsg.ConfigTypeLong, "log.retention.bytes", retentionBytes},
-		{"retention.ms", retentionMs, fixed, kmsg.ConfigTypeLong, "log.retention.ms", retentionMs},
-		{"segment.bytes", segment, fixed, kmsg.ConfigTypeInt, "log.segment.bytes", segment},
-		{"unclean.leader.election.enable", unclean, perTopicSource(unclean, brokerUnclean), kmsg.ConfigTypeBoolean,
-			"unclean.leader.election.enable", brokerUnclean},
+// topicConfigs lists a topic's configs, sorted by name: every config of
+// internal/logconfig, with the topic's own value (TOPIC_CONFIG) where the
+// metadata log sets one, else the broker's static value for the configs it
+// has, else Kafka's default (DEFAULT_CONFIG).
+func topicConfigs(topic metadata.Topic, broker BrokerConfig) []configEntry {
+	minInsync, brokerMinInsync := strconv.Itoa(topic.Config.MinInsyncReplicas), strconv.Itoa(broker.MinInsyncReplicas)
+	unclean, brokerUnclean := strconv.FormatBool(topic.Config.UncleanLeaderElection), strconv.FormatBool(broker.UncleanLeaderElection)
+	static := map[string]string{
+		"max.message.bytes": strconv.FormatInt(broker.MessageMaxBytes, 10),
+		"retention.bytes":   strconv.FormatInt(broker.RetentionBytes, 10), "retention.ms": strconv.FormatInt(broker.RetentionMs, 10),
+		"segment.bytes": strconv.FormatInt(broker.SegmentBytes, 10), "min.insync.replicas": brokerMinInsync,
+		"unclean.leader.election.enable": brokerUnclean,
 	}
+	var entries []configEntry
+	for _, config := range logconfig.Topics() {
+		entry := configEntry{name: config.Name, value: config.Default, source: kmsg.ConfigSourceDefaultConfig,
+			kind: kmsg.ConfigType(config.Type), synonym: config.Broker, synonymValue: config.Default, doc: config.Doc}
+		if value, ok := static[config.Name]; ok {
+			entry.value, entry.synonymValue = value, value
+		}
+		switch value, ok := topic.Configs[config.Name]; {
+		case ok:
+			entry.value, entry.source = value, kmsg.ConfigSourceDynamicTopicConfig
+		case config.Name == "min.insync.replicas":
+			entry.value, entry.source = minInsync, perTopicSource(minInsync, brokerMinInsync)
+		case config.Name == "unclean.leader.election.enable":
+			entry.value, entry.source = unclean, perTopicSource(unclean, brokerUnclean)
+		}
+		entries = append(entries, entry)
+	}
+	return entries
 }
 
 // perTopicSource says where a per-topic value comes from: the topic, when
@@ -125,14 +148,14 @@ func perTopicSource(value, brokerValue string) kmsg.ConfigSource {
 func brokerConfigs(broker BrokerConfig) []configEntry {
 	static := kmsg.ConfigSourceStaticBrokerConfig
 	return []configEntry{
-		{"default.replication.factor", strconv.Itoa(broker.DefaultReplicationFactor), static, kmsg.ConfigTypeInt, "", ""},
-		{"log.retention.bytes", strconv.FormatInt(broker.RetentionBytes, 10), static, kmsg.ConfigTypeLong, "", ""},
-		{"log.retention.ms", strconv.FormatInt(broker.RetentionMs, 10), static, kmsg.ConfigTypeLong, "", ""},
-		{"log.segment.bytes", strconv.FormatInt(broker.SegmentBytes, 10), static, kmsg.ConfigTypeInt, "", ""},
-		{"message.max.bytes", strconv.FormatInt(broker.MessageMaxBytes, 10), static, kmsg.ConfigTypeInt, "", ""},
-		{"min.insync.replicas", strconv.Itoa(broker.MinInsyncReplicas), static, kmsg.ConfigTypeInt, "", ""},
-		{"num.partitions", strconv.Itoa(broker.DefaultPartitions), static, kmsg.ConfigTypeInt, "", ""},
-		{"unclean.leader.election.enable", strconv.FormatBool(broker.UncleanLeaderElection), static, kmsg.ConfigTypeBoolean, "", ""},
+		{"default.replication.factor", strconv.Itoa(broker.DefaultReplicationFactor), static, kmsg.ConfigTypeInt, "", "", ""},
+		{"log.retention.bytes", strconv.FormatInt(broker.RetentionBytes, 10), static, kmsg.ConfigTypeLong, "", "", ""},
+		{"log.retention.ms", strconv.FormatInt(broker.RetentionMs, 10), static, kmsg.ConfigTypeLong, "", "", ""},
+		{"log.segment.bytes", strconv.FormatInt(broker.SegmentBytes, 10), static, kmsg.ConfigTypeInt, "", "", ""},
+		{"message.max.bytes", strconv.FormatInt(broker.MessageMaxBytes, 10), static, kmsg.ConfigTypeInt, "", "", ""},
+		{"min.insync.replicas", strconv.Itoa(broker.MinInsyncReplicas), static, kmsg.ConfigTypeInt, "", "", ""},
+		{"num.partitions", strconv.Itoa(broker.DefaultPartitions), static, kmsg.ConfigTypeInt, "", "", ""},
+		{"unclean.leader.election.enable", strconv.FormatBool(broker.UncleanLeaderElection), static, kmsg.ConfigTypeBoolean, "", "", ""},
 	}
 }
 

@@ -66,3 +66,31 @@ func TestDescribeConfigs(t *testing.T) {
 		}
 	}
 }
+
+// A config the metadata log sets on a topic is described with its value
+// and TOPIC_CONFIG; the others keep the broker's or Kafka's default, with
+// their type and, when asked, their documentation.
+func TestDescribeConfigsOfTopicConfigs(t *testing.T) {
+	backend := newFakeBackend()
+	backend.addTopic("orders", 1, 0)
+	backend.topics["orders"].configs = map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "60000"}
+	h := newTestHandler(t, backend)
+	request := kmsg.NewPtrDescribeConfigsRequest()
+	request.Version, request.IncludeDocumentation = 4, true
+	request.Resources = []kmsg.DescribeConfigsRequestResource{describeConfigsResource(kmsg.ConfigResourceTypeTopic, "orders")}
+	response := roundTrip(t, h, request).(*kmsg.DescribeConfigsResponse)
+	values := configValues(response.Resources[0])
+	for name, want := range map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "60000"} {
+		if got := values[name]; got.Value == nil || *got.Value != want || got.Source != kmsg.ConfigSourceDynamicTopicConfig {
+			t.Errorf("%s: %+v", name, got)
+		}
+	}
+	ratio := values["min.cleanable.dirty.ratio"]
+	if ratio.Value == nil || *ratio.Value != "0.5" || ratio.Source != kmsg.ConfigSourceDefaultConfig || ratio.ConfigType != kmsg.ConfigTypeDouble ||
+		ratio.Documentation == nil || *ratio.Documentation == "" {
+		t.Errorf("min.cleanable.dirty.ratio: %+v", ratio)
+	}
+	if policy := values["cleanup.policy"]; policy.ConfigType != kmsg.ConfigTypeList {
+		t.Errorf("cleanup.policy type %v", policy.ConfigType)
+	}
+}

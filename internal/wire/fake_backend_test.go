@@ -51,6 +51,7 @@ type fakeBackend struct {
 type fakeTopic struct {
 	id         metadata.TopicID
 	config     metadata.TopicConfig
+	configs    map[string]string
 	partitions []*fakePartition
 }
 
@@ -146,7 +147,7 @@ func (f *fakeBackend) Topic(name string) (metadata.Topic, bool) {
 	if !ok {
 		return metadata.Topic{}, false
 	}
-	result := metadata.Topic{Name: name, ID: topic.id, Config: topic.config}
+	result := metadata.Topic{Name: name, ID: topic.id, Config: topic.config, Configs: topic.configs}
 	for _, p := range topic.partitions {
 		result.Partitions = append(result.Partitions, p.state.Clone())
 	}

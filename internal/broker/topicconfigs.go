@@ -1,0 +1,95 @@
+package broker
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tidelog/tide/internal/commitlog"
+	"github.com/tidelog/tide/internal/logconfig"
+)
+
+// topicSetting is a topic's value of a topic config as the metadata log
+// sets it: the topic's own config, else the cluster-wide dynamic default
+// of its broker synonym (KIP-226's order), else not set, and the caller
+// falls back to the node's static configuration and Kafka's default.
+func (n *Node) topicSetting(topic, name string) (string, bool) {
+	if value, ok := n.image.TopicConfigValue(topic, name); ok {
+		return strings.TrimSpace(value), true
+	}
+	if config, ok := logconfig.Topic(name); ok {
+		if value, ok := n.image.BrokerDefault(config.Broker); ok {
+			return strings.TrimSpace(value), true
+		}
+	}
+	return "", false
+}
+
+// topicInt is topicSetting parsed as an integer; the controller wrote only
+// validated values, so one that does not parse is treated as not set.
+func (n *Node) topicInt(topic, name string) (int64, bool) {
+	value, ok := n.topicSetting(topic, name)
+	if !ok {
+		return 0, false
+	}
+	parsed, err := strconv.ParseInt(value, 10, 64)
+	return parsed, err == nil
+}
+
+// cleanupPolicy is the topic's cleanup.policy items, if set.
+func (n *Node) cleanupPolicy(topic string) ([]string, bool) {
+	value, ok := n.topicSetting(topic, "cleanup.policy")
+	return logconfig.ListItems(value), ok
+}
+
+// applyTopicLogConfig overrides the node's log settings with the topic's
+// configs. A cleanup.policy without delete keeps every segment: Kafka runs
+// retention only for topics whose policy contains delete.
+func (n *Node) applyTopicLogConfig(topic string, config *LogConfig) {
+	if v, ok := n.topicInt(topic, "retention.ms"); ok {
+		config.RetentionMs = v
+	}
+	if v, ok := n.topicInt(topic, "retention.bytes"); ok {
+		config.RetentionBytes = v
+	}
+	if v, ok := n.topicInt(topic, "segment.ms"); ok {
+		config.SegmentMs = v
+	}
+	if v, ok := n.topicInt(topic, "segment.bytes"); ok {
+		config.SegmentBytes = v
+	}
+	if v, ok := n.topicSetting(topic, "message.timestamp.type"); ok {
+		config.LogAppendTime = v == "LogAppendTime"
+	}
+	if v, ok := n.topicInt(topic, "max.message.bytes"); ok {
+		config.MaxMessageBytes = int(v)
+	}
+	if policy, ok := n.cleanupPolicy(topic); ok && !slices.Contains(policy, "delete") {
+		config.RetentionMs, config.RetentionBytes = -1, -1
+	}
+}
+
+// topicCleanerConfig is the cleaner config a topic's configs give it, or
+// false when the metadata log sets no cleanup.policy for it. compact and
+// "compact,delete" are both compacted (retention still applies to the
+// second, applyTopicLogConfig).
+func (n *Node) topicCleanerConfig(topic string) (commitlog.CleanerConfig, bool) {
+	policy, ok := n.cleanupPolicy(topic)
+	if !ok {
+		return commitlog.CleanerConfig{}, false
+	}
+	config := commitlog.DefaultCleanerConfig()
+	config.Compact = slices.Contains(policy, "compact")
+	if v, ok := n.topicInt(topic, "delete.retention.ms"); ok {
+		config.DeleteRetentionMs = v
+	}
+	if v, ok := n.topicInt(topic, "min.compaction.lag.ms"); ok {
+		config.MinCompactionLagMs = v
+	}
+	if value, ok := n.topicSetting(topic, "min.cleanable.dirty.ratio"); ok {
+		if ratio, err := strconv.ParseFloat(value, 64); err == nil {
+			config.MinCleanableDirtyRatio = ratio
+		}
+	}
+	return config, true
+}
