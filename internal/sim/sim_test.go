@@ -232,6 +232,43 @@ func TestIdenticalPlainBatchesSeeds(t *testing.T) {
 	}
 }
 
+// A follower's log below its own high watermark is committed: the checker
+// learns from it, so a record the follower's cleaner removed because a later
+// committed record of its key superseded it is not reported lost when that
+// follower leads (seed 41482), while the same log with the later record
+// never seen committed still is.
+func TestCheckerLearnsCommittedRecordsFromFollowers(t *testing.T) {
+	tp := metadata.TopicPartition{Topic: workloadTopic}
+	batch := func(base record.Offset, value string) []byte {
+		b := record.Build(record.BuildOptions{Records: []record.Record{{Key: []byte("k2"), Value: []byte(value)}}, LeaderEpoch: 3, BaseTimestampMs: 10})
+		record.SetBaseOffset(b, base)
+		return b
+	}
+	empty := record.EmptyBatch(0, 0, 3, 10, nil, 0)
+	later := batch(1, "v784")
+	cleaned := append(append([]byte(nil), empty...), later...)
+	leader := liveLog{broker: 3, leader: true, highWatermark: 1, data: cleaned, committed: empty}
+	follower := liveLog{broker: 2, highWatermark: 2, data: cleaned, committed: cleaned}
+	for _, withFollower := range []bool{true, false} {
+		w := newWorld(Options{Seed: seedCompacted(true)})
+		w.checker.learn(tp, batch(0, "v760"))
+		logs := []liveLog{leader}
+		if withFollower {
+			logs = append(logs, follower)
+		}
+		w.checker.checkCompacted(tp, logs, false)
+		if withFollower && w.checker.violation != nil {
+			t.Fatalf("superseded by a record committed on a follower: %v", w.checker.violation)
+		}
+		if !withFollower {
+			requireViolation(t, w, InvariantCompactionLostValue)
+		}
+	}
+	if result := Run(Options{Seed: 41482}); result.Violation != nil {
+		t.Fatalf("seed 41482: %s", result.Violation)
+	}
+}
+
 // runWorld runs a prepared world to the end, as Run does.
 func runWorld(w *world) (violation *Violation) {
 	defer func() {
