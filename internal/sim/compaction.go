@@ -183,10 +183,14 @@ func forEachRecord(batches []byte, f func(record.Offset, record.LeaderEpoch, rec
 // or a tombstone past delete.retention.ms; and two replicas hold the same
 // record wherever both hold one below both high watermarks.
 func (c *checker) checkCompacted(tp metadata.TopicPartition, logs []liveLog, final bool) {
+	// Every replica's log below its own high watermark is committed (a
+	// follower's high watermark is never above its leader's), not only the
+	// leader's: a follower may clean with a later record of a key that it
+	// knows committed before the checker ever saw that record on a leader
+	// (seed 41482: b3 cleaned at its high watermark 86, then restarted
+	// with a checkpointed high watermark of 75 and led).
 	for _, log := range logs {
-		if log.leader {
-			c.learn(tp, log.committed)
-		}
+		c.learn(tp, log.committed)
 	}
 	nowMs, retentionMs := c.w.now*10, c.w.shape.compaction.cleaner.DeleteRetentionMs
 	for _, log := range logs {

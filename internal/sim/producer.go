@@ -174,6 +174,7 @@ func (load *workload) produce(p *producer, tp metadata.TopicPartition) {
 		acks = replica.AcksLeader
 	}
 	pending := &pendingProduce{id: uint64(w.now), partition: tp, acks: acks, batch: record.Build(options), firstSentAt: w.now}
+	w.checker.observeBuilt(tp, pending.batch)
 	p.pending[tp] = pending
 	load.sendProduce(p, pending)
 }

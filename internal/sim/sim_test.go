@@ -197,6 +197,78 @@ func TestCheckerCatchesAckedDuplicate(t *testing.T) {
 	requireViolation(t, w, InvariantAckedDuplicated)
 }
 
+// Two plain producers that build the same records in the same tick (seeds
+// 1692 and 20779: one tombstone of the same key) build byte-identical
+// batches, and the log rightly holds that content twice: the checker allows
+// a content as many copies as batches were built with it, and no more.
+func TestCheckerTellsIdenticalBatchesFromRetries(t *testing.T) {
+	tp := metadata.TopicPartition{Topic: "events"}
+	twice := liveLog{broker: 1, highWatermark: 2, batches: map[record.Offset]batchID{0: {0, 1, 7, 58}, 1: {1, 2, 7, 58}}, offsets: []record.Offset{0, 1}}
+	w := newWorld(Options{Seed: 1})
+	w.checker.acked[tp] = []batchID{{0, 1, 7, 58}}
+	w.checker.built[tp] = map[content]int{{7, 58}: 2}
+	w.checker.checkNoDuplicates(tp, []liveLog{twice})
+	if w.checker.violation != nil {
+		t.Fatalf("two batches built alike, held twice: %v", w.checker.violation)
+	}
+	thrice := twice
+	thrice.highWatermark, thrice.batches, thrice.offsets = 3, map[record.Offset]batchID{0: {0, 1, 7, 58}, 1: {1, 2, 7, 58}, 2: {2, 3, 7, 58}}, []record.Offset{0, 1, 2}
+	w.checker.checkNoDuplicates(tp, []liveLog{thrice})
+	requireViolation(t, w, InvariantAckedDuplicated)
+	w = newWorld(Options{Seed: 1})
+	w.checker.acked[tp] = []batchID{{0, 1, 7, 58}}
+	w.checker.built[tp] = map[content]int{{7, 58}: 1}
+	w.checker.checkNoDuplicates(tp, []liveLog{twice})
+	requireViolation(t, w, InvariantAckedDuplicated)
+}
+
+// Seeds 1692 and 20779 failed acknowledged-write-duplicated on identical
+// batches of two plain producers (TestCheckerTellsIdenticalBatchesFromRetries).
+func TestIdenticalPlainBatchesSeeds(t *testing.T) {
+	for _, seed := range []uint64{1692, 20779} {
+		if result := Run(Options{Seed: seed}); result.Violation != nil {
+			t.Errorf("seed %d: %s", seed, result.Violation)
+		}
+	}
+}
+
+// A follower's log below its own high watermark is committed: the checker
+// learns from it, so a record the follower's cleaner removed because a later
+// committed record of its key superseded it is not reported lost when that
+// follower leads (seed 41482), while the same log with the later record
+// never seen committed still is.
+func TestCheckerLearnsCommittedRecordsFromFollowers(t *testing.T) {
+	tp := metadata.TopicPartition{Topic: workloadTopic}
+	batch := func(base record.Offset, value string) []byte {
+		b := record.Build(record.BuildOptions{Records: []record.Record{{Key: []byte("k2"), Value: []byte(value)}}, LeaderEpoch: 3, BaseTimestampMs: 10})
+		record.SetBaseOffset(b, base)
+		return b
+	}
+	empty := record.EmptyBatch(0, 0, 3, 10, nil, 0)
+	later := batch(1, "v784")
+	cleaned := append(append([]byte(nil), empty...), later...)
+	leader := liveLog{broker: 3, leader: true, highWatermark: 1, data: cleaned, committed: empty}
+	follower := liveLog{broker: 2, highWatermark: 2, data: cleaned, committed: cleaned}
+	for _, withFollower := range []bool{true, false} {
+		w := newWorld(Options{Seed: seedCompacted(true)})
+		w.checker.learn(tp, batch(0, "v760"))
+		logs := []liveLog{leader}
+		if withFollower {
+			logs = append(logs, follower)
+		}
+		w.checker.checkCompacted(tp, logs, false)
+		if withFollower && w.checker.violation != nil {
+			t.Fatalf("superseded by a record committed on a follower: %v", w.checker.violation)
+		}
+		if !withFollower {
+			requireViolation(t, w, InvariantCompactionLostValue)
+		}
+	}
+	if result := Run(Options{Seed: 41482}); result.Violation != nil {
+		t.Fatalf("seed 41482: %s", result.Violation)
+	}
+}
+
 // runWorld runs a prepared world to the end, as Run does.
 func runWorld(w *world) (violation *Violation) {
 	defer func() {
