@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 )
@@ -23,5 +22,5 @@ func TestAdminWorkloadAutoCreatesTopics(t *testing.T) {
 	if autoCreates == 0 {
 		t.Fatal("no Metadata request of seeds 1-6 began a topic's creation")
 	}
-	t.Log(fmt.Sprintf("%d topics auto-created over seeds 1-6", autoCreates))
+	t.Logf("%d topics auto-created over seeds 1-6", autoCreates)
 }
