@@ -25,6 +25,9 @@ type Request struct {
 	ElectPreferred *ElectPreferredRequest
 	// AllocateProducerIDs asks for a block of producer ids (KIP-730).
 	AllocateProducerIDs *AllocateProducerIDsRequest
+	// AlterConfigs changes one resource's configs (AlterConfigs and
+	// IncrementalAlterConfigs, controller.AlterConfigs).
+	AlterConfigs *controller.AlterConfigsRequest
 }
 
 // AllocateProducerIDsRequest asks for a block of producer ids for the
@@ -90,6 +93,15 @@ type Answer struct {
 	AlterPartition *controller.AlterPartitionResponse
 	ElectPreferred *controller.ElectLeadersResponse
 	ProducerIDs    *controller.ProducerIDBlock
+	AlterConfigs   *AlterConfigsAnswer
+}
+
+// AlterConfigsAnswer carries the message of a refused config change, or
+// the resource's configs once the change is decided, for the broker to
+// wait until its image shows them.
+type AlterConfigsAnswer struct {
+	Message string
+	Configs map[string]string
 }
 
 // RegisterAnswer carries the new incarnation's broker epoch.
@@ -125,6 +137,8 @@ func (r Request) String() string {
 		return fmt.Sprintf("delete-topic %s", r.DeleteTopic.Name)
 	case r.ElectPreferred != nil:
 		return fmt.Sprintf("elect-preferred %v", r.ElectPreferred.Partitions)
+	case r.AlterConfigs != nil:
+		return fmt.Sprintf("alter-configs %s (%d changes)", r.AlterConfigs.Resource, len(r.AlterConfigs.Changes))
 	case r.AllocateProducerIDs != nil:
 		return fmt.Sprintf("allocate-producer-ids b%d epoch=%d", r.From, r.AllocateProducerIDs.BrokerEpoch)
 	}

@@ -51,6 +51,9 @@ func (emptyBroker) DeleteTopics(names []wire.TopicRef, _ int64, done func([]int1
 func (emptyBroker) ElectLeaders(_ []metadata.TopicPartition, _ int64, done func(controller.ElectLeadersResponse)) {
 	done(controller.ElectLeadersResponse{})
 }
+func (emptyBroker) AlterConfigs(_ controller.AlterConfigsRequest, _ bool, done func(int16, string)) {
+	done(0, "")
+}
 
 // A server reads a 4-byte size and that many bytes, hands them to Handle
 // on its node loop, and writes the response it gets back behind its own
@@ -78,5 +81,5 @@ func ExampleHandler_Handle() {
 		}
 		fmt.Println("correlation id", binary.BigEndian.Uint32(response), "error", decoded.ErrorCode, "keys", len(decoded.ApiKeys))
 	})
-	// Output: correlation id 42 error 0 keys 13
+	// Output: correlation id 42 error 0 keys 15
 }
