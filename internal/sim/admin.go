@@ -18,6 +18,10 @@ type adminState struct {
 	answers map[uint64]quorum.Answer
 	// scratch numbers the admin workload's scratch topics.
 	scratch int
+	// brokerOnly counts the draws of broker-answered scratch requests,
+	// rotating them among DeleteRecords, AlterConfigs and
+	// IncrementalAlterConfigs without a random draw of their own.
+	brokerOnly int
 }
 
 // adminRequest sends a request to the active controller and returns its

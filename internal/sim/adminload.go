@@ -20,7 +20,9 @@ const adminRate = 0.01
 
 // adminStep maybe sends one admin request to a random broker: Metadata,
 // DescribeConfigs of a broker or a topic, DescribeCluster, or a scratch
-// topic's CreateTopics, DeleteRecords or DeleteTopics (DeleteRecords only
+// topic's CreateTopics, DeleteRecords, AlterConfigs,
+// IncrementalAlterConfigs or DeleteTopics (DeleteRecords and the config
+// changes only
 // on scratch topics, where nothing is produced: the checker holds every
 // acknowledged record of the workload topic to stay readable). Answers are
 // read (they must decode) and otherwise dropped: they decide nothing the
@@ -66,7 +68,7 @@ func (w *world) adminStep() {
 			request = cluster
 			break
 		}
-		request = deleteRecordsRequest(fmt.Sprintf("scratch-%d", w.admin.scratch), choice-2)
+		request = w.scratchRequest(fmt.Sprintf("scratch-%d", w.admin.scratch), choice-2)
 	case 3:
 		w.admin.scratch++
 		create := kmsg.NewPtrCreateTopicsRequest()
@@ -111,4 +113,40 @@ func deleteRecordsRequest(topic string, version int16) kmsg.Request {
 	requestTopic.Partitions = append(requestTopic.Partitions, partition)
 	request.Topics = append(request.Topics, requestTopic)
 	return request
+}
+
+// scratchRequest is the scratch topic's DeleteRecords, AlterConfigs or
+// IncrementalAlterConfigs, in turn. The draw that picked it keeps its
+// place in every seed (the turn is a counter, not a draw); the config
+// changes set or delete retention.ms of a topic nothing is produced to,
+// so they change no record the checker follows.
+func (w *world) scratchRequest(topic string, version int16) kmsg.Request {
+	turn := w.admin.brokerOnly
+	w.admin.brokerOnly++
+	switch turn % 3 {
+	case 1:
+		alter := kmsg.NewPtrAlterConfigsRequest()
+		alter.Version = version + int16(turn/3%2) // v0-v2
+		resource := kmsg.NewAlterConfigsRequestResource()
+		resource.ResourceType, resource.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+		config := kmsg.NewAlterConfigsRequestResourceConfig()
+		config.Name, config.Value = "retention.ms", kmsg.StringPtr("3600000")
+		resource.Configs = append(resource.Configs, config)
+		alter.Resources = append(alter.Resources, resource)
+		return alter
+	case 2:
+		alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		alter.Version = version
+		resource := kmsg.NewIncrementalAlterConfigsRequestResource()
+		resource.ResourceType, resource.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+		config := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		config.Name, config.Op, config.Value = "retention.ms", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("7200000")
+		if turn/3%2 == 1 {
+			config.Op, config.Value = kmsg.IncrementalAlterConfigOpDelete, nil
+		}
+		resource.Configs = append(resource.Configs, config)
+		alter.Resources = append(alter.Resources, resource)
+		return alter
+	}
+	return deleteRecordsRequest(topic, version)
 }
