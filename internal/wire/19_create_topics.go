@@ -164,7 +164,7 @@ func fillCreatedTopic(entry *kmsg.CreateTopicsResponseTopic, create controller.C
 	entry.NumPartitions, entry.ReplicationFactor = int32(create.Partitions), int16(create.ReplicationFactor)
 	for _, config := range topicConfigs(metadata.Topic{Config: create.Config, Configs: create.Configs}, broker) {
 		described := kmsg.NewCreateTopicsResponseTopicConfig()
-		described.Name, described.Value, described.ReadOnly, described.Source = config.name, &config.value, true, int8(config.source)
+		described.Name, described.Value, described.ReadOnly, described.Source = config.name, &config.value, readOnlyConfig(config.name), int8(config.source)
 		entry.Configs = append(entry.Configs, described)
 	}
 }
