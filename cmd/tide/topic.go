@@ -22,16 +22,18 @@ func newTopicCommand() *cobra.Command {
 		Use:   "topic",
 		Short: "Create, list, describe and delete topics on a cluster",
 		Long: `Topic administration over the Kafka protocol (CreateTopics, Metadata,
-ListOffsets, DeleteTopics, ElectLeaders), against any broker of a cluster:
+ListOffsets, DeleteTopics, ElectLeaders, IncrementalAlterConfigs,
+DescribeConfigs), against any broker of a cluster:
 
   tide topic create orders --partitions 3 --bootstrap 127.0.0.1:9092
-  tide topic describe orders
+  tide topic alter-config orders --set retention.ms=3600000
+  tide topic describe orders --configs
 
 A Kafka error code is printed by its name (TOPIC_ALREADY_EXISTS) and exits 1.`,
 	}
 	options.addFlags(command.PersistentFlags())
 	command.AddCommand(newTopicCreateCommand(&options), newTopicListCommand(&options), newTopicDescribeCommand(&options),
-		newTopicDeleteCommand(&options), newTopicElectCommand(&options))
+		newTopicDeleteCommand(&options), newTopicElectCommand(&options), newTopicAlterConfigCommand(&options))
 	return command
 }
 
@@ -134,7 +136,8 @@ func newTopicListCommand(options *clientOptions) *cobra.Command {
 }
 
 func newTopicDescribeCommand(options *clientOptions) *cobra.Command {
-	return &cobra.Command{
+	var configs bool
+	command := &cobra.Command{
 		Use:   "describe NAME",
 		Short: "Show a topic's partitions (leader, leader and partition epochs, replicas, ISR, offline replicas, offsets) and each replica's offsets and lag",
 		Long: `Shows each partition as Metadata and the leader's ListOffsets give it, then a
@@ -142,7 +145,10 @@ line per replica with that replica's own log start offset, high watermark and
 log end offset, and its lag (the leader's log end offset less its own). Every
 broker hosting a replica is asked directly, with one ListOffsets and one Fetch
 as Kafka's debugging replica id -2, which followers answer too; a broker that
-does not answer within --timeout is shown as unreachable.`,
+does not answer within --timeout is shown as unreachable. --configs adds a line
+per topic config (DescribeConfigs): its value and where it comes from. A
+broker learns of a config change with its next heartbeat, so the one asked
+may show the old value for that long.`,
 		Args: exactArgs(1, "one topic name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The Metadata asks for tide's partition epochs too (a tagged
@@ -176,9 +182,17 @@ does not answer within --timeout is shown as unreachable.`,
 				return fmt.Errorf("describe topic %s: %w", args[0], err)
 			}
 			printTopic(cmd.OutOrStdout(), args[0], topic, offsets, options.replicaStates(cmd.Context(), client, metadata, topic))
+			if !configs {
+				return nil
+			}
+			if err := printTopicConfigs(cmd.Context(), cmd.OutOrStdout(), options, client, args[0]); err != nil {
+				return fmt.Errorf("describe configs of topic %s: %w", args[0], err)
+			}
 			return nil
 		},
 	}
+	command.Flags().BoolVar(&configs, "configs", false, "also show every topic config, its value and its source")
+	return command
 }
 
 // printTopic writes one line for the topic and one per partition, each
