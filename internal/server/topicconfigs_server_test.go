@@ -175,3 +175,26 @@ func TestAlteredRetentionReachesTheLog(t *testing.T) {
 		}
 	}
 }
+
+// The cluster-wide broker defaults (BROKER with an empty name) are
+// alterable; a broker named by id is INVALID_REQUEST, since tide keeps no
+// per-broker dynamic configs.
+func TestKadmAlterBrokerDefaults(t *testing.T) {
+	seed := startInProcess(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.RetryTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	admin := kadm.NewClient(client)
+	defaults := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "log.retention.ms", Value: kadm.StringPtr("3600000")}}
+	if responses, err := admin.AlterBrokerConfigs(ctx, defaults); err != nil || len(responses) != 1 || responses[0].Err != nil {
+		t.Fatalf("AlterBrokerConfigs of the cluster defaults: %v %+v", err, responses)
+	}
+	responses, _ := admin.AlterBrokerConfigs(ctx, defaults, 1)
+	if len(responses) != 1 || !errors.Is(responses[0].Err, kerr.InvalidRequest) {
+		t.Fatalf("AlterBrokerConfigs of broker 1: %+v", responses)
+	}
+}
