@@ -164,6 +164,7 @@ func TestTopicProduceConsume(t *testing.T) {
 	mustRun(t, "", "created topic compacted", "topic", "create", "compacted", "--config", "cleanup.policy=compact", "--config", "retention.ms=60000", bootstrap)
 	mustFail(t, 1, "segment.bytes", "topic", "create", "tiny", "--config", "segment.bytes=1", bootstrap)
 	mustFail(t, 2, "NAME=VALUE", "topic", "create", "tiny", "--config", "segment.bytes", bootstrap)
+	checkTopicAlterConfig(t, bootstrap)
 	mustFail(t, 1, "consume orders: partition 7: UNKNOWN_TOPIC_OR_PARTITION", "consume", "orders", "--partition", "7", bootstrap)
 	checkConsumeUntilInterrupted(t, bootstrap)
 	mustRun(t, "", "deleted topic orders", "topic", "delete", "orders", bootstrap)
@@ -276,4 +277,24 @@ func checkConsumeUntilInterrupted(t *testing.T, bootstrap string) {
 	if lines := strings.Count(stdout.String(), "\n"); err != nil || lines != 100 || time.Since(started) < time.Second {
 		t.Fatalf("consume until interrupted: %v after %s, printed %d lines", err, time.Since(started), lines)
 	}
+}
+
+// checkTopicAlterConfig changes the configs of the topic "compacted"
+// (created with cleanup.policy=compact and retention.ms=60000) and finds
+// the change in describe --configs; an invalid value, an unknown topic
+// and a bad command line get their exits.
+func checkTopicAlterConfig(t *testing.T, bootstrap string) {
+	t.Helper()
+	mustRun(t, "", "altered configs of topic compacted (1 set, 1 deleted)",
+		"topic", "alter-config", "compacted", "--set", "retention.ms=120000", "--delete", "cleanup.policy", bootstrap)
+	described := mustRun(t, "", "", "topic", "describe", "compacted", "--configs", bootstrap)
+	for _, want := range []string{"config retention.ms=120000 (DYNAMIC_TOPIC_CONFIG)", "config cleanup.policy=delete (DEFAULT_CONFIG)"} {
+		if !strings.Contains(described, want) {
+			t.Fatalf("describe --configs has no %q:\n%s", want, described)
+		}
+	}
+	mustFail(t, 1, "for configuration retention.ms", "topic", "alter-config", "compacted", "--set", "retention.ms=soon", bootstrap)
+	mustFail(t, 1, "alter configs of topic missing: UNKNOWN_TOPIC_OR_PARTITION", "topic", "alter-config", "missing", "--set", "retention.ms=1", bootstrap)
+	mustFail(t, 2, "at least one --set or --delete", "topic", "alter-config", "compacted", bootstrap)
+	mustFail(t, 2, "NAME=VALUE", "topic", "alter-config", "compacted", "--set", "retention.ms", bootstrap)
 }

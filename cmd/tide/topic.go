@@ -22,20 +22,22 @@ func newTopicCommand() *cobra.Command {
 		Use:   "topic",
 		Short: "Create, list, describe, grow and delete topics on a cluster",
 		Long: `Topic administration over the Kafka protocol (CreateTopics, Metadata,
-ListOffsets, DeleteTopics, ElectLeaders, CreatePartitions, DeleteRecords),
-against any broker of a cluster:
+ListOffsets, DeleteTopics, ElectLeaders, CreatePartitions, DeleteRecords,
+IncrementalAlterConfigs, DescribeConfigs), against any broker of a cluster:
 
   tide topic create orders --partitions 3 --bootstrap 127.0.0.1:9092
   tide topic describe orders
   tide topic add-partitions orders --total 6
   tide topic delete-records orders --partition 0 --offset 100
+  tide topic alter-config orders --set retention.ms=3600000
+  tide topic describe orders --configs
 
 A Kafka error code is printed by its name (TOPIC_ALREADY_EXISTS) and exits 1.`,
 	}
 	options.addFlags(command.PersistentFlags())
 	command.AddCommand(newTopicCreateCommand(&options), newTopicListCommand(&options), newTopicDescribeCommand(&options),
 		newTopicDeleteCommand(&options), newTopicElectCommand(&options), newTopicAddPartitionsCommand(&options),
-		newTopicDeleteRecordsCommand(&options))
+		newTopicDeleteRecordsCommand(&options), newTopicAlterConfigCommand(&options))
 	return command
 }
 
@@ -138,7 +140,8 @@ func newTopicListCommand(options *clientOptions) *cobra.Command {
 }
 
 func newTopicDescribeCommand(options *clientOptions) *cobra.Command {
-	return &cobra.Command{
+	var configs bool
+	command := &cobra.Command{
 		Use:   "describe NAME",
 		Short: "Show a topic's partitions (leader, leader and partition epochs, replicas, ISR, offline replicas, offsets) and each replica's offsets and lag",
 		Long: `Shows each partition as Metadata and the leader's ListOffsets give it, then a
@@ -150,7 +153,10 @@ three offsets come from its broker's one Fetch answer (the log end offset in
 a tagged field only tide answers), so its high watermark is never shown
 above its log end; the lag compares answers of two brokers, taken at
 slightly different times. A broker that does not answer within --timeout is
-shown as unreachable.`,
+shown as unreachable. --configs adds a line per topic config
+(DescribeConfigs): its value and where it comes from. A broker learns of a
+config change at once (its metadata long poll), so the one asked shows the
+new value within a moment of the change.`,
 		Args: exactArgs(1, "one topic name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The Metadata asks for tide's partition epochs too (a tagged
@@ -184,9 +190,17 @@ shown as unreachable.`,
 				return fmt.Errorf("describe topic %s: %w", args[0], err)
 			}
 			printTopic(cmd.OutOrStdout(), args[0], topic, offsets, options.replicaStates(cmd.Context(), client, metadata, topic))
+			if !configs {
+				return nil
+			}
+			if err := printTopicConfigs(cmd.Context(), cmd.OutOrStdout(), options, client, args[0]); err != nil {
+				return fmt.Errorf("describe configs of topic %s: %w", args[0], err)
+			}
 			return nil
 		},
 	}
+	command.Flags().BoolVar(&configs, "configs", false, "also show every topic config, its value and its source")
+	return command
 }
 
 // printTopic writes one line for the topic and one per partition, each

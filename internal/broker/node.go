@@ -401,6 +401,10 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	// the node's is not honoured (docs/compatibility.md): lowering the
 	// bound under batches already in the log would make them unreadable.
 	maxBatchBytes := max(n.config.MaxBatchBytes, logConfig.MaxMessageBytes)
+	// Rule segment-holds-a-batch: Kafka accepts segment.bytes down to 14,
+	// but a commit log's segment must hold its largest batch; taken as
+	// given, a small segment.bytes would keep the partition from opening.
+	logConfig.SegmentBytes = max(logConfig.SegmentBytes, int64(maxBatchBytes))
 	log, err := commitlog.Open(commitlog.Config{
 		FS: n.config.FS, Dir: n.partitionDirectory(tp),
 		SegmentBytes: logConfig.SegmentBytes, SegmentAge: logConfig.segmentAge(), MaxBatchBytes: maxBatchBytes,

@@ -78,3 +78,18 @@ func TestMaxMessageBytesPerTopic(t *testing.T) {
 		t.Fatalf("a batch over max.message.bytes: %+v", outbox.Clients)
 	}
 }
+
+// Rule segment-holds-a-batch: a topic created with Kafka's smallest
+// segment.bytes (14) still opens its partition and takes produces.
+func TestSmallSegmentBytesOpens(t *testing.T) {
+	n := newTestNode(t, 1)
+	if err := n.ApplyMetadata(withConfigs(ordersConfig("segment.bytes", "14"))); err != nil {
+		t.Fatal(err)
+	}
+	batch := record.Build(record.BuildOptions{Records: []record.Record{{Value: []byte("x")}}})
+	n.HandleClient(ClientRequest{Client: 9, Partition: orders, Produce: &replica.ProduceRequest{ID: 1, Batches: batch, Acks: 1, TimeoutTicks: 100}})
+	outbox := pass(n)
+	if len(outbox.Clients) != 1 || outbox.Clients[0].Produce.ErrorCode != 0 {
+		t.Fatalf("produce to a topic with segment.bytes 14: %+v", outbox.Clients)
+	}
+}

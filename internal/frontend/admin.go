@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -306,4 +307,42 @@ func (b *backend) ElectLeaders(partitions []metadata.TopicPartition, timeoutTick
 		}
 		done(*answer.ElectPreferred)
 	})
+}
+
+// AlterConfigs forwards one config change to the active controller and
+// answers once this broker's image shows the resource's configs as the
+// controller decided them; validateOnly runs the controller's decision
+// against this broker's image and changes nothing.
+func (b *backend) AlterConfigs(request controller.AlterConfigsRequest, validateOnly bool, done func(int16, string)) {
+	if validateOnly {
+		node := b.node()
+		if node == nil {
+			done(kerr.NotController.Code, "the broker has no metadata yet")
+			return
+		}
+		_, code, message := controller.AlterConfigs(node.Image(), request)
+		done(code, message)
+		return
+	}
+	b.callController(quorum.Request{AlterConfigs: &request}, 0, func(answer quorum.Answer) {
+		if answer.ErrorCode != 0 || answer.AlterConfigs == nil {
+			message := ""
+			if answer.AlterConfigs != nil {
+				message = answer.AlterConfigs.Message
+			}
+			done(answer.ErrorCode, message)
+			return
+		}
+		configs := answer.AlterConfigs.Configs
+		visible := func(img *metadata.Image) bool { return maps.Equal(resourceConfigs(img, request.Resource), configs) }
+		b.whenVisible(b.now+defaultCallTimeoutTicks, visible, func() { done(0, "") })
+	})
+}
+
+// resourceConfigs is a resource's configs as img has them.
+func resourceConfigs(img *metadata.Image, resource metadata.ConfigResource) map[string]string {
+	if resource.Type == metadata.ConfigTopic {
+		return img.TopicConfigs(resource.Name)
+	}
+	return img.BrokerDefaultConfigs()
 }

@@ -134,6 +134,13 @@ func (q *Quorum) decide(request Request, answer *Answer) ([]metadata.Record, err
 		records, response, err := controller.ElectPreferred(img, partitions)
 		answer.ElectPreferred = &response
 		return records, err
+	case request.AlterConfigs != nil:
+		records, code, message := controller.AlterConfigs(img, *request.AlterConfigs)
+		answer.ErrorCode, answer.AlterConfigs = code, &AlterConfigsAnswer{Message: message}
+		if code == 0 {
+			answer.AlterConfigs.Configs = configsAfter(img, request.AlterConfigs.Resource, records)
+		}
+		return records, nil
 	case request.AllocateProducerIDs != nil:
 		records, block, code, err := controller.AllocateProducerIDs(img, request.From, request.AllocateProducerIDs.BrokerEpoch)
 		answer.ErrorCode, answer.ProducerIDs = code, &block
@@ -271,4 +278,25 @@ func (q *Quorum) fillHeartbeat(id metadata.BrokerID, request *HeartbeatRequest, 
 		entries = entries[:request.MaxEntries]
 	}
 	answer.Entries = append([]metadata.Entry(nil), entries...)
+}
+
+// configsAfter is a resource's configs once records apply to img.
+func configsAfter(img *metadata.Image, resource metadata.ConfigResource, records []metadata.Record) map[string]string {
+	configs := img.BrokerDefaultConfigs()
+	if resource.Type == metadata.ConfigTopic {
+		configs = img.TopicConfigs(resource.Name)
+	}
+	if configs == nil {
+		configs = map[string]string{}
+	}
+	for _, record := range records {
+		if change, ok := record.(metadata.ConfigRecord); ok && change.Resource == resource {
+			if change.Delete {
+				delete(configs, change.Key)
+			} else {
+				configs[change.Key] = change.Value
+			}
+		}
+	}
+	return configs
 }

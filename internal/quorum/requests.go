@@ -27,6 +27,9 @@ type Request struct {
 	AllocateProducerIDs *AllocateProducerIDsRequest
 	// CreatePartitions grows a topic (KIP-195).
 	CreatePartitions *controller.CreatePartitionsRequest
+	// AlterConfigs changes one resource's configs (AlterConfigs and
+	// IncrementalAlterConfigs, controller.AlterConfigs).
+	AlterConfigs *controller.AlterConfigsRequest
 	// FetchMetadata is a long poll for the committed metadata after the
 	// broker's applied offset (KRaft brokers fetch the metadata log).
 	FetchMetadata *FetchMetadataRequest
@@ -111,6 +114,15 @@ type Answer struct {
 	AlterPartition *controller.AlterPartitionResponse
 	ElectPreferred *controller.ElectLeadersResponse
 	ProducerIDs    *controller.ProducerIDBlock
+	AlterConfigs   *AlterConfigsAnswer
+}
+
+// AlterConfigsAnswer carries the message of a refused config change, or
+// the resource's configs once the change is decided, for the broker to
+// wait until its image shows them.
+type AlterConfigsAnswer struct {
+	Message string
+	Configs map[string]string
 }
 
 // RegisterAnswer carries the new incarnation's broker epoch.
@@ -148,6 +160,8 @@ func (r Request) String() string {
 		return fmt.Sprintf("elect-preferred %v", r.ElectPreferred.Partitions)
 	case r.CreatePartitions != nil:
 		return fmt.Sprintf("create-partitions %s count=%d", r.CreatePartitions.Topic, r.CreatePartitions.Count)
+	case r.AlterConfigs != nil:
+		return fmt.Sprintf("alter-configs %s (%d changes)", r.AlterConfigs.Resource, len(r.AlterConfigs.Changes))
 	case r.AllocateProducerIDs != nil:
 		return fmt.Sprintf("allocate-producer-ids b%d epoch=%d", r.From, r.AllocateProducerIDs.BrokerEpoch)
 	case r.FetchMetadata != nil:

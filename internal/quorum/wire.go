@@ -46,6 +46,8 @@ const (
 	// kindCreateTopicConfigs is a CreateTopic with topic configs (a count,
 	// then key and value pairs); one without keeps kindCreateTopic.
 	kindCreateTopicConfigs
+	// kindAlterConfigs is an AlterConfigs request, and its answer.
+	kindAlterConfigs
 )
 
 // Bounds on a CreateTopic's configs: Kafka's config names are short and no
@@ -101,6 +103,9 @@ func EncodeRequest(dst []byte, r Request) []byte {
 		e.Varint(r.FetchMetadata.AppliedOffset)
 		e.Varint(int64(r.FetchMetadata.MaxEntries))
 		e.Varint(r.FetchMetadata.MaxWaitTicks)
+	case r.AlterConfigs != nil:
+		e.Byte(kindAlterConfigs)
+		encodeAlterConfigs(e, r.AlterConfigs)
 	default:
 		e.Byte(0)
 	}
@@ -168,6 +173,8 @@ func DecodeRequest(b []byte) (Request, error) {
 	case kindFetchMetadata:
 		r.FetchMetadata = &FetchMetadataRequest{Epoch: metadata.BrokerEpoch(d.Varint()), AppliedOffset: d.Varint(), MaxEntries: int(d.Int32()),
 			MaxWaitTicks: d.Varint()}
+	case kindAlterConfigs:
+		r.AlterConfigs = decodeAlterConfigs(d)
 	default:
 		d.Fail(fmt.Errorf("request kind %d", kind))
 	}
@@ -270,6 +277,10 @@ func EncodeAnswer(dst []byte, a Answer) []byte {
 		e.Byte(kindAllocateProducerIDs)
 		e.Varint(a.ProducerIDs.FirstProducerID)
 		e.Varint(a.ProducerIDs.Length)
+	case a.AlterConfigs != nil:
+		e.Byte(kindAlterConfigs)
+		e.String(a.AlterConfigs.Message)
+		encodeConfigs(e, a.AlterConfigs.Configs)
 	default:
 		e.Byte(0)
 	}
@@ -322,6 +333,8 @@ func DecodeAnswer(b []byte) (Answer, error) {
 		}
 	case kindAllocateProducerIDs:
 		a.ProducerIDs = &controller.ProducerIDBlock{FirstProducerID: d.Varint(), Length: d.Varint()}
+	case kindAlterConfigs:
+		a.AlterConfigs = &AlterConfigsAnswer{Message: d.String(maxWireConfigValue), Configs: decodeConfigs(d)}
 	default:
 		d.Fail(fmt.Errorf("answer kind %d", kind))
 	}
@@ -355,12 +368,54 @@ func encodeCreateTopic(e *codec.Encoder, r *controller.CreateTopicRequest) {
 	e.Varint(int64(r.Config.MinInsyncReplicas))
 	e.Bool(r.Config.UncleanLeaderElection)
 	if kind == kindCreateTopicConfigs {
-		e.Uvarint(uint64(len(r.Configs)))
-		for _, key := range slices.Sorted(maps.Keys(r.Configs)) {
-			e.String(key)
-			e.String(r.Configs[key])
-		}
+		encodeConfigs(e, r.Configs)
 	}
+}
+
+// encodeConfigs writes a count, then key and value pairs in key order.
+func encodeConfigs(e *codec.Encoder, configs map[string]string) {
+	e.Uvarint(uint64(len(configs)))
+	for _, key := range slices.Sorted(maps.Keys(configs)) {
+		e.String(key)
+		e.String(configs[key])
+	}
+}
+
+// decodeConfigs reads what encodeConfigs wrote; a key twice is an error.
+func decodeConfigs(d *codec.Decoder) map[string]string {
+	n := d.Length(2, maxWireConfigs)
+	configs := make(map[string]string, n)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		key := d.String(maxWireConfigKey)
+		if _, twice := configs[key]; twice && d.Err() == nil {
+			d.Fail(fmt.Errorf("config %q twice", key))
+		}
+		configs[key] = d.String(maxWireConfigValue)
+	}
+	return configs
+}
+
+func encodeAlterConfigs(e *codec.Encoder, r *controller.AlterConfigsRequest) {
+	e.Byte(byte(r.Resource.Type))
+	e.String(r.Resource.Name)
+	e.Bool(r.Incremental)
+	e.Uvarint(uint64(len(r.Changes)))
+	for _, change := range r.Changes {
+		e.String(change.Key)
+		e.Byte(byte(change.Op))
+		e.String(change.Value)
+	}
+}
+
+func decodeAlterConfigs(d *codec.Decoder) *controller.AlterConfigsRequest {
+	r := &controller.AlterConfigsRequest{Resource: metadata.ConfigResource{Type: metadata.ConfigResourceType(d.Byte()), Name: d.String(maxWireName)}}
+	r.Incremental = d.Bool()
+	n := d.Length(3, maxWireConfigs)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		r.Changes = append(r.Changes, controller.ConfigChange{Key: d.String(maxWireConfigKey), Op: controller.ConfigOp(d.Byte()),
+			Value: d.String(maxWireConfigValue)})
+	}
+	return r
 }
 
 func decodeCreateTopic(d *codec.Decoder, withConfigs bool) *controller.CreateTopicRequest {
@@ -369,14 +424,6 @@ func decodeCreateTopic(d *codec.Decoder, withConfigs bool) *controller.CreateTop
 	if !withConfigs {
 		return r
 	}
-	n := d.Length(2, maxWireConfigs)
-	r.Configs = make(map[string]string, n)
-	for i := 0; i < n && d.Err() == nil; i++ {
-		key := d.String(maxWireConfigKey)
-		if _, twice := r.Configs[key]; twice && d.Err() == nil {
-			d.Fail(fmt.Errorf("config %q twice", key))
-		}
-		r.Configs[key] = d.String(maxWireConfigValue)
-	}
+	r.Configs = decodeConfigs(d)
 	return r
 }

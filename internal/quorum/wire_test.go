@@ -30,6 +30,8 @@ func sampleRequests() []Request {
 		{ID: 6, From: 1, ElectPreferred: &ElectPreferredRequest{Partitions: []metadata.TopicPartition{tp}}},
 		{ID: 7, From: 2, AllocateProducerIDs: &AllocateProducerIDsRequest{BrokerEpoch: 12}},
 		{ID: 8, From: 2, FetchMetadata: &FetchMetadataRequest{Epoch: 12, AppliedOffset: 40, MaxEntries: 500, MaxWaitTicks: 50}},
+		{ID: 9, From: 2, AlterConfigs: &controller.AlterConfigsRequest{Resource: metadata.ConfigResource{Type: metadata.ConfigTopic, Name: "logs"},
+			Incremental: true, Changes: []controller.ConfigChange{{Key: "retention.ms", Value: "5"}, {Key: "cleanup.policy", Op: controller.ConfigDelete}}}},
 	}
 }
 
@@ -47,6 +49,8 @@ func sampleAnswers() []Answer {
 		{ID: 5, To: 1, ControllerEpoch: 5, Leader: 2, ElectPreferred: &controller.ElectLeadersResponse{
 			Results: []controller.ElectionResult{{TopicPartition: tp, ErrorCode: 84}}}},
 		{ID: 6, To: 2, ControllerEpoch: 5, Leader: 2, ProducerIDs: &controller.ProducerIDBlock{FirstProducerID: 3000, Length: 1000}},
+		{ID: 7, To: 2, ControllerEpoch: 5, Leader: 2, AlterConfigs: &AlterConfigsAnswer{Configs: map[string]string{"retention.ms": "5"}}},
+		{ID: 8, To: 2, ControllerEpoch: 5, Leader: 2, ErrorCode: 40, AlterConfigs: &AlterConfigsAnswer{Message: "bad", Configs: map[string]string{}}},
 	}
 }
 

@@ -19,8 +19,19 @@ import (
 // the connections) and returns its Kafka address.
 func startInProcess(t testing.TB) string {
 	t.Helper()
-	node, err := New(Config{ID: 1, Controllers: map[metadata.BrokerID]string{1: freePort(t)}, KafkaListen: "127.0.0.1:0",
-		DataDir: filepath.Join(t.TempDir(), "node"), Logger: slog.New(slog.DiscardHandler)})
+	return startInProcessWith(t, nil)
+}
+
+// startInProcessWith is startInProcess with configure changing the node's
+// Config first.
+func startInProcessWith(t testing.TB, configure func(*Config)) string {
+	t.Helper()
+	config := Config{ID: 1, Controllers: map[metadata.BrokerID]string{1: freePort(t)}, KafkaListen: "127.0.0.1:0",
+		DataDir: filepath.Join(t.TempDir(), "node"), Logger: slog.New(slog.DiscardHandler)}
+	if configure != nil {
+		configure(&config)
+	}
+	node, err := New(config)
 	if err != nil {
 		t.Fatal(err)
 	}

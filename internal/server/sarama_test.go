@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -484,13 +485,13 @@ func saramaWaitForTopic(t *testing.T, client sarama.Client, topic string, exists
 
 // checkSaramaUnsupported calls what tide does not serve yet
 // (docs/compatibility.md): each must fail at once with an error sarama
-// understands, never hang or lose the connection. Consumer groups and
-// AlterConfigs are not in ApiVersions, so sarama refuses them itself
-// (ErrUnsupportedVersion) without sending a request tide would close the
-// connection for. Then what tide serves since issue 13: ListOffsets by
-// timestamp (GetOffset), ClusterAdmin.DeleteRecords, which moves partition
-// 0's log start offset to 1, and ClusterAdmin.CreatePartitions, which
-// grows the topic from 3 partitions to 5 and refuses to shrink it.
+// understands, never hang or lose the connection. Consumer groups are not
+// in ApiVersions, so sarama refuses them itself (ErrUnsupportedVersion)
+// without sending a request tide would close the connection for. Then
+// what tide serves since issue 13: AlterConfig, ListOffsets by timestamp
+// (GetOffset), ClusterAdmin.DeleteRecords, which moves partition 0's log
+// start offset to 1, and ClusterAdmin.CreatePartitions, which grows the
+// topic from 3 partitions to 5 and refuses to shrink it.
 func checkSaramaUnsupported(t *testing.T, client sarama.Client, topic string) {
 	t.Helper()
 	coordinator, err := client.Coordinator("sarama-group")
@@ -504,11 +505,7 @@ func checkSaramaUnsupported(t *testing.T, client sarama.Client, topic string) {
 	if err != nil {
 		t.Fatalf("sarama.NewClusterAdminFromClient: %v", err)
 	}
-	retention := "1000"
-	err = admin.AlterConfig(sarama.TopicResource, topic, map[string]*string{"retention.ms": &retention}, false)
-	if !errors.Is(err, sarama.ErrUnsupportedVersion) {
-		t.Fatalf("AlterConfig: %v, want sarama.ErrUnsupportedVersion", err)
-	}
+	checkSaramaAlterConfig(t, admin, topic)
 	if offset, err := client.GetOffset(topic, 0, sarama.OffsetOldest); err != nil || offset != 0 {
 		t.Fatalf("GetOffset after the unsupported calls: %d, %v", offset, err)
 	}
@@ -619,6 +616,34 @@ func saramaReceiveAcrossRestart(t *testing.T, partitionConsumer sarama.Partition
 			t.Logf("consuming across the restart: %v", failed)
 		case <-timeout:
 			t.Fatal("the consumer parked before the restart never got the record written after it")
+		}
+	}
+}
+
+// checkSaramaAlterConfig replaces the topic's configs with AlterConfig:
+// leaving out unclean.leader.election.enable, which the topic was created
+// with and which cannot change yet, is INVALID_CONFIG naming it; keeping
+// it and adding retention.ms=-1 (nothing expires, so the later checks
+// still find every record) succeeds, and DescribeConfig finds it once the
+// answering broker has the change.
+func checkSaramaAlterConfig(t *testing.T, admin sarama.ClusterAdmin, topic string) {
+	t.Helper()
+	keep, unclean := "-1", "true"
+	err := admin.AlterConfig(sarama.TopicResource, topic, map[string]*string{"retention.ms": &keep}, false)
+	if !errors.Is(err, sarama.ErrInvalidConfig) || !strings.Contains(err.Error(), "unclean.leader.election.enable") {
+		t.Fatalf("AlterConfig without unclean.leader.election.enable: %v, want INVALID_CONFIG naming it", err)
+	}
+	configs := map[string]*string{"retention.ms": &keep, "unclean.leader.election.enable": &unclean}
+	if err := admin.AlterConfig(sarama.TopicResource, topic, configs, false); err != nil {
+		t.Fatalf("AlterConfig: %v", err)
+	}
+	for began := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"retention.ms"}})
+		if err == nil && len(entries) == 1 && entries[0].Value == "-1" && entries[0].Source == sarama.SourceTopic && !entries[0].ReadOnly {
+			return
+		}
+		if time.Since(began) > 5*time.Second {
+			t.Fatalf("DescribeConfig retention.ms after AlterConfig: %+v, %v", entries, err)
 		}
 	}
 }

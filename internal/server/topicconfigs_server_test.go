@@ -64,3 +64,137 @@ func TestKadmTopicConfigs(t *testing.T) {
 		t.Fatalf("a 1.5 MB record on a topic with max.message.bytes 2000000: %v", err)
 	}
 }
+
+// describedTopicConfigs is a topic's configs as DescribeTopicConfigs
+// answers them.
+func describedTopicConfigs(ctx context.Context, t *testing.T, admin *kadm.Client, topic string) map[string]kadm.Config {
+	t.Helper()
+	described, err := admin.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resource, err := described.On(topic, nil)
+	if err != nil || resource.Err != nil {
+		t.Fatalf("DescribeTopicConfigs: %v %v", err, resource.Err)
+	}
+	got := map[string]kadm.Config{}
+	for _, config := range resource.Configs {
+		got[config.Key] = config
+	}
+	return got
+}
+
+// kadm's AlterTopicConfigsState (AlterConfigs) replaces a topic's configs
+// and AlterTopicConfigs (IncrementalAlterConfigs) sets and deletes single
+// ones; DescribeTopicConfigs on the answering node sees each change at
+// once, the broker's log config follows, and an invalid value or unknown
+// topic gets its code.
+func TestKadmAlterTopicConfigs(t *testing.T) {
+	seed := startInProcess(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.RetryTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	admin := kadm.NewClient(client)
+	created := map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}
+	if created, err := admin.CreateTopic(ctx, 1, 1, created, "altered"); err != nil || created.Err != nil {
+		t.Fatalf("CreateTopic: %v %v", err, created.Err)
+	}
+	state := []kadm.AlterConfig{{Name: "retention.ms", Value: kadm.StringPtr("120000")}}
+	if responses, err := admin.AlterTopicConfigsState(ctx, state, "altered"); err != nil || responses[0].Err != nil {
+		t.Fatalf("AlterTopicConfigsState: %v %+v", err, responses)
+	}
+	got := describedTopicConfigs(ctx, t, admin, "altered")
+	if got["retention.ms"].Source.String() != "DYNAMIC_TOPIC_CONFIG" || *got["retention.ms"].Value != "120000" ||
+		got["cleanup.policy"].Source.String() != "DEFAULT_CONFIG" {
+		t.Fatalf("after AlterConfigs: retention.ms %+v, cleanup.policy %+v (the whole set replaced)", got["retention.ms"], got["cleanup.policy"])
+	}
+	incremental := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "segment.ms", Value: kadm.StringPtr("3600000")}, {Op: kadm.DeleteConfig, Name: "retention.ms"}}
+	if responses, err := admin.AlterTopicConfigs(ctx, incremental, "altered"); err != nil || responses[0].Err != nil {
+		t.Fatalf("AlterTopicConfigs: %v %+v", err, responses)
+	}
+	got = describedTopicConfigs(ctx, t, admin, "altered")
+	if *got["segment.ms"].Value != "3600000" || got["retention.ms"].Source.String() != "DEFAULT_CONFIG" {
+		t.Fatalf("after SET and DELETE: segment.ms %+v, retention.ms %+v", got["segment.ms"], got["retention.ms"])
+	}
+	bad := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("soon")}}
+	responses, _ := admin.AlterTopicConfigs(ctx, bad, "altered")
+	if len(responses) != 1 || !errors.Is(responses[0].Err, kerr.InvalidConfig) || !strings.Contains(responses[0].ErrMessage, "retention.ms") {
+		t.Fatalf("invalid retention.ms: %+v", responses)
+	}
+	responses, _ = admin.AlterTopicConfigs(ctx, incremental[:1], "missing")
+	if len(responses) != 1 || !errors.Is(responses[0].Err, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("unknown topic: %+v", responses)
+	}
+}
+
+// A retention.ms lowered by IncrementalAlterConfigs reaches the broker's
+// log config: the next retention check deletes the expired records, and
+// the log start offset moves. The topic is created with segment.bytes 14,
+// Kafka's smallest, which must still open (rule segment-holds-a-batch).
+func TestAlteredRetentionReachesTheLog(t *testing.T) {
+	seed := startInProcessWith(t, func(config *Config) { config.RetentionCheckInterval = 50 * time.Millisecond })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.RetryTimeout(10*time.Second), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	admin := kadm.NewClient(client)
+	if created, err := admin.CreateTopic(ctx, 1, 1, map[string]*string{"segment.bytes": kadm.StringPtr("14")}, "expiring"); err != nil || created.Err != nil {
+		t.Fatalf("CreateTopic: %v %v", err, created.Err)
+	}
+	for i := range 3 {
+		if err := client.ProduceSync(ctx, &kgo.Record{Topic: "expiring", Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startOffset := func() int64 {
+		listed, err := admin.ListStartOffsets(ctx, "expiring")
+		if err != nil {
+			t.Fatal(err)
+		}
+		offset, _ := listed.Lookup("expiring", 0)
+		return offset.Offset
+	}
+	time.Sleep(200 * time.Millisecond) // several retention checks at seven days' retention
+	if offset := startOffset(); offset != 0 {
+		t.Fatalf("log start offset %d before retention.ms changed", offset)
+	}
+	lowered := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("1")}}
+	if responses, err := admin.AlterTopicConfigs(ctx, lowered, "expiring"); err != nil || responses[0].Err != nil {
+		t.Fatalf("AlterTopicConfigs: %v %+v", err, responses)
+	}
+	for began := time.Now(); startOffset() == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Since(began) > 10*time.Second {
+			t.Fatal("the log start offset did not move after retention.ms=1")
+		}
+	}
+}
+
+// The cluster-wide broker defaults (BROKER with an empty name) are
+// alterable; a broker named by id is INVALID_REQUEST, since tide keeps no
+// per-broker dynamic configs.
+func TestKadmAlterBrokerDefaults(t *testing.T) {
+	seed := startInProcess(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.RetryTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	admin := kadm.NewClient(client)
+	defaults := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "log.retention.ms", Value: kadm.StringPtr("3600000")}}
+	if responses, err := admin.AlterBrokerConfigs(ctx, defaults); err != nil || len(responses) != 1 || responses[0].Err != nil {
+		t.Fatalf("AlterBrokerConfigs of the cluster defaults: %v %+v", err, responses)
+	}
+	responses, _ := admin.AlterBrokerConfigs(ctx, defaults, 1)
+	if len(responses) != 1 || !errors.Is(responses[0].Err, kerr.InvalidRequest) {
+		t.Fatalf("AlterBrokerConfigs of broker 1: %+v", responses)
+	}
+}

@@ -21,6 +21,10 @@ type adminState struct {
 	// scratchPartitions is the partition count the admin workload last
 	// asked the newest scratch topic to grow to (1 when created).
 	scratchPartitions int
+	// brokerOnly counts the draws of broker-answered scratch requests,
+	// rotating them among DeleteRecords, AlterConfigs and
+	// IncrementalAlterConfigs without a random draw of their own.
+	brokerOnly int
 }
 
 // adminRequest sends a request to the active controller and returns its

@@ -22,7 +22,8 @@ const adminRate = 0.01
 // adminStep maybe sends one admin request to a random broker: Metadata,
 // DescribeConfigs of a broker or a topic, DescribeCluster,
 // DescribeLogDirs, or a scratch topic's CreateTopics, CreatePartitions,
-// DeleteRecords or DeleteTopics (DeleteRecords only
+// DeleteRecords, AlterConfigs, IncrementalAlterConfigs or DeleteTopics
+// (DeleteRecords and the config changes only
 // on scratch topics, where nothing is produced: the checker holds every
 // acknowledged record of the workload topic to stay readable). Answers are
 // read (they must decode) and otherwise dropped: they decide nothing the
@@ -74,8 +75,9 @@ func (w *world) adminStep() {
 		describe.Resources = append(describe.Resources, resource)
 		request = describe
 	case 2:
-		// One draw picks DescribeCluster v0-v1, DeleteRecords v0-v1 of
-		// the newest scratch topic, DescribeLogDirs, or CreatePartitions
+		// One draw picks DescribeCluster v0-v1, DeleteRecords,
+		// AlterConfigs or IncrementalAlterConfigs of the newest scratch
+		// topic (scratchRequest), DescribeLogDirs, or CreatePartitions
 		// of the newest scratch topic: requests of one message each way
 		// (CreatePartitions forwarded once to the controller), with their
 		// versions taken from the tick rather than another draw, so that
@@ -87,7 +89,7 @@ func (w *world) adminStep() {
 			cluster.Version = choice
 			request = cluster
 		case choice < 4:
-			request = deleteRecordsRequest(fmt.Sprintf("scratch-%d", w.admin.scratch), choice-2)
+			request = w.scratchRequest(fmt.Sprintf("scratch-%d", w.admin.scratch), choice-2)
 		case choice < 6:
 			request = describeLogDirsRequest(int16(1+w.now%4), choice == 5)
 		default:
@@ -180,4 +182,40 @@ func describeLogDirsRequest(version int16, named bool) kmsg.Request {
 		request.Topics = append(request.Topics, topic)
 	}
 	return request
+}
+
+// scratchRequest is the scratch topic's DeleteRecords, AlterConfigs or
+// IncrementalAlterConfigs, in turn. The draw that picked it keeps its
+// place in every seed (the turn is a counter, not a draw); the config
+// changes set or delete retention.ms of a topic nothing is produced to,
+// so they change no record the checker follows.
+func (w *world) scratchRequest(topic string, version int16) kmsg.Request {
+	turn := w.admin.brokerOnly
+	w.admin.brokerOnly++
+	switch turn % 3 {
+	case 1:
+		alter := kmsg.NewPtrAlterConfigsRequest()
+		alter.Version = version + int16(turn/3%2) // v0-v2
+		resource := kmsg.NewAlterConfigsRequestResource()
+		resource.ResourceType, resource.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+		config := kmsg.NewAlterConfigsRequestResourceConfig()
+		config.Name, config.Value = "retention.ms", kmsg.StringPtr("3600000")
+		resource.Configs = append(resource.Configs, config)
+		alter.Resources = append(alter.Resources, resource)
+		return alter
+	case 2:
+		alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		alter.Version = version
+		resource := kmsg.NewIncrementalAlterConfigsRequestResource()
+		resource.ResourceType, resource.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+		config := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		config.Name, config.Op, config.Value = "retention.ms", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("7200000")
+		if turn/3%2 == 1 {
+			config.Op, config.Value = kmsg.IncrementalAlterConfigOpDelete, nil
+		}
+		resource.Configs = append(resource.Configs, config)
+		alter.Resources = append(alter.Resources, resource)
+		return alter
+	}
+	return deleteRecordsRequest(topic, version)
 }

@@ -21,10 +21,12 @@ import (
 //
 //   - NumPartitions and ReplicationFactor -1 (v4+, KIP-464) take the
 //     broker's num.partitions and default.replication.factor.
-//   - Configs: min.insync.replicas and unclean.leader.election.enable are
-//     kept; a null value means the default. Any other config is
-//     INVALID_CONFIG: tide has no per-topic segment or retention settings,
-//     and accepting a setting it then ignores would hide that.
+//   - Configs: every config of internal/logconfig, validated there and
+//     kept in the metadata log (AlterConfigs changes them later); a null
+//     value means the default. Any other config, or a value outside its
+//     type and range, is INVALID_CONFIG naming it: accepting a setting
+//     tide then ignores would hide that. Configs are read-only in the
+//     answer exactly as in DescribeConfigs (rule read-only-configs).
 //   - A manual ReplicaAssignment is INVALID_REPLICA_ASSIGNMENT: the
 //     controller places replicas itself.
 //   - A topic named twice in one request is INVALID_REQUEST for each, as in
@@ -164,7 +166,7 @@ func fillCreatedTopic(entry *kmsg.CreateTopicsResponseTopic, create controller.C
 	entry.NumPartitions, entry.ReplicationFactor = int32(create.Partitions), int16(create.ReplicationFactor)
 	for _, config := range topicConfigs(metadata.Topic{Config: create.Config, Configs: create.Configs}, broker) {
 		described := kmsg.NewCreateTopicsResponseTopicConfig()
-		described.Name, described.Value, described.ReadOnly, described.Source = config.name, &config.value, true, int8(config.source)
+		described.Name, described.Value, described.ReadOnly, described.Source = config.name, &config.value, readOnlyConfig(config.name), int8(config.source)
 		entry.Configs = append(entry.Configs, described)
 	}
 }

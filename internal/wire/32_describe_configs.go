@@ -30,8 +30,12 @@ import (
 //     message.max.bytes, as STATIC_BROKER_CONFIG. The resource name must be
 //     this broker's id (as in Kafka, the client sends the request to the
 //     broker it describes) or empty, for the cluster's defaults.
-//   - Every config is read-only: there is no AlterConfigs yet. None is
-//     sensitive.
+//   - Rule read-only-configs: a topic config is read-only exactly when
+//     AlterConfigs refuses to change it (min.insync.replicas and
+//     unclean.leader.election.enable, which the controller's decisions
+//     read, see controller.AlterConfigs); the broker's static settings are
+//     read-only. A client told a config is alterable must find it so.
+//     None is sensitive.
 //   - v1+ IncludeSynonyms lists the config itself and, for a topic config,
 //     the broker config it defaults to; v3+ ConfigType; Documentation is
 //     the config's text when IncludeDocumentation (v3+). v4 is flexible.
@@ -161,7 +165,7 @@ func brokerConfigs(broker BrokerConfig) []configEntry {
 
 func describedConfig(config configEntry, includeSynonyms bool) kmsg.DescribeConfigsResponseResourceConfig {
 	entry := kmsg.NewDescribeConfigsResponseResourceConfig()
-	entry.Name, entry.Value, entry.ReadOnly = config.name, &config.value, true
+	entry.Name, entry.Value, entry.ReadOnly = config.name, &config.value, readOnlyConfig(config.name)
 	entry.Source, entry.ConfigType = config.source, config.kind
 	if !includeSynonyms {
 		return entry
@@ -175,4 +179,12 @@ func describedConfig(config configEntry, includeSynonyms bool) kmsg.DescribeConf
 		entry.ConfigSynonyms = append(entry.ConfigSynonyms, broker)
 	}
 	return entry
+}
+
+// readOnlyConfig reports whether AlterConfigs refuses to change the
+// config (rule read-only-configs): any name but an alterable topic
+// config's, which covers the broker's static settings.
+func readOnlyConfig(name string) bool {
+	_, topicConfig := logconfig.Topic(name)
+	return !topicConfig || name == "min.insync.replicas" || name == "unclean.leader.election.enable"
 }

@@ -46,6 +46,10 @@ func TestDescribeConfigs(t *testing.T) {
 		if got := topic["unclean.leader.election.enable"]; *got.Value != "false" || got.Source != kmsg.ConfigSourceDefaultConfig {
 			t.Fatalf("v%d: unclean.leader.election.enable %+v", version, got)
 		}
+		// Rule read-only-configs: what AlterConfigs changes is not read-only.
+		if got := topic["segment.bytes"]; got.ReadOnly || !broker1ReadOnly(resources[2], "log.segment.bytes") {
+			t.Fatalf("v%d: segment.bytes read-only %v, or the broker's log.segment.bytes not", version, got.ReadOnly)
+		}
 		if got := topic["segment.bytes"]; *got.Value != "1073741824" || len(got.ConfigSynonyms) != 2 || got.ConfigSynonyms[1].Name != "log.segment.bytes" {
 			t.Fatalf("v%d: segment.bytes %+v", version, got)
 		}
@@ -93,4 +97,10 @@ func TestDescribeConfigsOfTopicConfigs(t *testing.T) {
 	if policy := values["cleanup.policy"]; policy.ConfigType != kmsg.ConfigTypeList {
 		t.Errorf("cleanup.policy type %v", policy.ConfigType)
 	}
+}
+
+// broker1ReadOnly reports whether a broker resource's config is read-only.
+func broker1ReadOnly(resource kmsg.DescribeConfigsResponseResource, name string) bool {
+	got, ok := configValues(resource)[name]
+	return ok && got.ReadOnly
 }

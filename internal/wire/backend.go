@@ -90,6 +90,10 @@ type Backend interface {
 	// kind tide offers), answering as controller.ElectPreferred does.
 	// partitions is never empty.
 	ElectLeaders(partitions []metadata.TopicPartition, timeoutTicks int64, done func(controller.ElectLeadersResponse))
+	// AlterConfigs changes one resource's configs (or with validateOnly
+	// only checks the change), answering as controller.AlterConfigs does:
+	// a code, and a message naming what is refused.
+	AlterConfigs(request controller.AlterConfigsRequest, validateOnly bool, done func(code int16, message string))
 }
 
 // TopicRef names a topic by Name, or by ID with an empty Name (KIP-516).

@@ -58,6 +58,9 @@ func (emptyBroker) DeleteTopics(names []wire.TopicRef, _ int64, done func([]int1
 func (emptyBroker) ElectLeaders(_ []metadata.TopicPartition, _ int64, done func(controller.ElectLeadersResponse)) {
 	done(controller.ElectLeadersResponse{})
 }
+func (emptyBroker) AlterConfigs(_ controller.AlterConfigsRequest, _ bool, done func(int16, string)) {
+	done(0, "")
+}
 
 // A server reads a 4-byte size and that many bytes, hands them to Handle
 // on its node loop, and writes the response it gets back behind its own

@@ -2,10 +2,12 @@ package wire
 
 import (
 	"bytes"
+	"maps"
 	"slices"
 	"sort"
 
 	"github.com/tidelog/tide/internal/controller"
+	"github.com/tidelog/tide/internal/logconfig"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
@@ -44,6 +46,7 @@ type fakeBackend struct {
 	fetches      []FetchRequest
 	createTopics []CreateTopicsRequest
 	grows        []CreatePartitionsRequest
+	alterConfigs []controller.AlterConfigsRequest
 	// nextTopicID numbers the topics' ids.
 	nextTopicID byte
 }
@@ -514,4 +517,38 @@ func (r *recordingBackend) OffsetsForLeaderEpoch(tp metadata.TopicPartition, req
 	done func(replica.OffsetsForLeaderEpochAnswer)) {
 	*r.offsetsForLeaderEpoch = append(*r.offsetsForLeaderEpoch, request)
 	r.fakeBackend.OffsetsForLeaderEpoch(tp, request, done)
+}
+
+// AlterConfigs applies SET and DELETE to a topic's configs, validated by
+// logconfig, as the controller's decision would for these cases.
+func (f *fakeBackend) AlterConfigs(request controller.AlterConfigsRequest, validateOnly bool, done func(int16, string)) {
+	f.alterConfigs = append(f.alterConfigs, request)
+	topic := f.topics[request.Resource.Name]
+	switch {
+	case request.Resource.Type != metadata.ConfigTopic:
+		done(kerr.InvalidRequest.Code, "the fake alters topics only")
+		return
+	case topic == nil:
+		done(kerr.UnknownTopicOrPartition.Code, "unknown topic "+request.Resource.Name)
+		return
+	}
+	next := map[string]string{}
+	if request.Incremental {
+		next = maps.Clone(topic.configs)
+	}
+	for _, change := range request.Changes {
+		if change.Op == controller.ConfigDelete {
+			delete(next, change.Key)
+		} else if next[change.Key] = change.Value; next == nil {
+			next = map[string]string{change.Key: change.Value}
+		}
+	}
+	if err := logconfig.ValidateTopicConfigs(next, topic.config.ReplicationFactor); err != nil {
+		done(kerr.InvalidConfig.Code, err.Error())
+		return
+	}
+	if !validateOnly {
+		topic.configs = next
+	}
+	done(0, "")
 }
