@@ -88,5 +88,5 @@ func ExampleHandler_Handle() {
 		}
 		fmt.Println("correlation id", binary.BigEndian.Uint32(response), "error", decoded.ErrorCode, "keys", len(decoded.ApiKeys))
 	})
-	// Output: correlation id 42 error 0 keys 15
+	// Output: correlation id 42 error 0 keys 17
 }
