@@ -638,7 +638,12 @@ func checkSaramaAlterConfig(t *testing.T, admin sarama.ClusterAdmin, topic strin
 		t.Fatalf("AlterConfig: %v", err)
 	}
 	for began := time.Now(); ; time.Sleep(50 * time.Millisecond) {
-		entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"retention.ms"}})
+		results, err := admin.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"retention.ms"}}},
+			sarama.DescribeConfigsOptions{})
+		var entries []sarama.ConfigEntry
+		if err == nil && len(results) == 1 && results[0].ErrorCode == sarama.ErrNoError {
+			entries = results[0].Configs
+		}
 		if err == nil && len(entries) == 1 && entries[0].Value == "-1" && entries[0].Source == sarama.SourceTopic && !entries[0].ReadOnly {
 			return
 		}
