@@ -98,7 +98,7 @@ printed, marked interrupted.
 	flags.DurationVar(&options.duration, "duration", 10*time.Second, "length of each phase (0: bounded by --records only)")
 	flags.DurationVar(&options.warmup, "warmup", time.Second, "produce for this long, uncounted, before measuring")
 	flags.IntVar(&options.size, "size", 1024, "bytes of each record's value")
-	flags.StringVar(&options.acks, "acks", "all", "all (every in-sync replica), leader or none")
+	flags.StringVar(&options.acks, "acks", "all", "all or -1 (every in-sync replica), 1 or leader, 0 or none")
 	flags.BoolVar(&options.idempotent, "idempotent", true, "idempotent producer (needs --acks all; default off with leader and none)")
 	flags.BoolVar(&options.keys, "keys", false, "give each record a distinct 8-byte key (default: no key)")
 	flags.StringVar(&options.mode, "mode", "both", "throughput, latency or both")
@@ -110,11 +110,14 @@ printed, marked interrupted.
 
 // validate rejects a bad command line before any connection (exit 2).
 func (o *benchOptions) validate(cmd *cobra.Command) error {
+	acks, err := parseAcks(o.acks)
+	if err != nil {
+		return err
+	}
+	o.acks = acks
 	switch {
 	case o.mode != "throughput" && o.mode != "latency" && o.mode != "both":
 		return usageError{fmt.Errorf("--mode %q: want throughput, latency or both", o.mode)}
-	case o.acks != "all" && o.acks != "leader" && o.acks != "none":
-		return usageError{fmt.Errorf("--acks %q: want all, leader or none", o.acks)}
 	case o.size < 1 || o.size > maxBenchValueBytes:
 		return usageError{fmt.Errorf("--size %d: want 1 to %d bytes", o.size, maxBenchValueBytes)}
 	case o.records < 0 || o.duration < 0 || o.warmup < 0:
@@ -149,14 +152,7 @@ func (o benchOptions) producerOptions() []kgo.Opt {
 		kgo.ProduceRequestTimeout(o.timeout),
 		kgo.DefaultProduceTopic(o.topic),
 	}
-	switch o.acks {
-	case "all":
-		options = append(options, kgo.RequiredAcks(kgo.AllISRAcks()))
-	case "leader":
-		options = append(options, kgo.RequiredAcks(kgo.LeaderAck()))
-	case "none":
-		options = append(options, kgo.RequiredAcks(kgo.NoAck()))
-	}
+	options = append(options, kgo.RequiredAcks(requiredAcks(o.acks)))
 	if !o.idempotent {
 		options = append(options, kgo.DisableIdempotentWrite())
 	}

@@ -48,21 +48,21 @@ produce never creates one itself.
 	}
 	options.addFlags(command.Flags())
 	command.Flags().StringVar(&options.keySeparator, "key-separator", "", "split each line into key and value at this string")
-	command.Flags().StringVar(&options.acks, "acks", "all", "all (every in-sync replica, idempotent), 1 (the leader) or 0 (none)")
+	command.Flags().StringVar(&options.acks, "acks", "all", "all or -1 (every in-sync replica, idempotent), 1 or leader, 0 or none")
 	return command
 }
 
 func (o produceOptions) producerOptions() ([]kgo.Opt, error) {
 	options := []kgo.Opt{kgo.RecordDeliveryTimeout(o.timeout), kgo.ProduceRequestTimeout(o.timeout)}
-	switch o.acks {
-	case "all", "-1":
-		return append(options, kgo.RequiredAcks(kgo.AllISRAcks())), nil
-	case "1":
-		return append(options, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite()), nil
-	case "0":
-		return append(options, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite()), nil
+	acks, err := parseAcks(o.acks)
+	if err != nil {
+		return nil, err
 	}
-	return nil, usageError{fmt.Errorf("--acks %q: want all, 1 or 0", o.acks)}
+	options = append(options, kgo.RequiredAcks(requiredAcks(acks)))
+	if acks != "all" {
+		options = append(options, kgo.DisableIdempotentWrite())
+	}
+	return options, nil
 }
 
 func runProduce(cmd *cobra.Command, options produceOptions, topic string) error {
