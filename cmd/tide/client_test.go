@@ -146,6 +146,7 @@ func TestTopicProduceConsume(t *testing.T) {
 	if !strings.HasPrefix(withOffsets, "0\t1\tkey-") {
 		t.Fatalf("consume --partition 0 --from 1 --format offsets:\n%s", withOffsets)
 	}
+	checkConsumePastTheEnd(t, bootstrap)
 	mustRun(t, "", "created topic acked", "topic", "create", "acked", "--min-insync-replicas", "1", bootstrap)
 	mustRun(t, "leader only\n", "", "produce", "acked", "--acks", "1", bootstrap)
 	mustRun(t, "no one\n", "", "produce", "acked", "--acks", "0", bootstrap)
@@ -297,4 +298,35 @@ func checkTopicAlterConfig(t *testing.T, bootstrap string) {
 	mustFail(t, 1, "alter configs of topic missing: UNKNOWN_TOPIC_OR_PARTITION", "topic", "alter-config", "missing", "--set", "retention.ms=1", bootstrap)
 	mustFail(t, 2, "at least one --set or --delete", "topic", "alter-config", "compacted", bootstrap)
 	mustFail(t, 2, "NAME=VALUE", "topic", "alter-config", "compacted", "--set", "retention.ms", bootstrap)
+}
+
+// checkConsumePastTheEnd: --from past a partition's end with --exit-at-end
+// says where the partition ends rather than printing nothing and nothing
+// else (issue 16's rough edge).
+func checkConsumePastTheEnd(t *testing.T, bootstrap string) {
+	t.Helper()
+	stdout, stderr, err := runWithInput("", "consume", "orders", "--partition", "0", "--from", "999", "--exit-at-end", bootstrap)
+	if err != nil || stdout != "" || !regexp.MustCompile(`partition 0: --from 999 is past the end: the partition ends at offset \d+ \(its high watermark\), nothing to read`).MatchString(stderr) {
+		t.Fatalf("consume --from 999 --exit-at-end: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+}
+
+func TestStartOffsetStaysInsideThePartition(t *testing.T) {
+	bounds := struct{ earliest, latest int64 }{10, 20}
+	for _, test := range []struct {
+		from      int64
+		exitAtEnd bool
+		want      int64
+		note      string
+	}{
+		{-2, false, 10, ""}, {-1, false, 20, ""}, {15, false, 15, ""}, {20, true, 20, ""},
+		{3, false, 10, "below the log start offset 10"},
+		{99, true, 20, "ends at offset 20 (its high watermark), nothing to read"},
+		{99, false, 20, "waiting there for new records"},
+	} {
+		got, note := startOffset(test.from, bounds, test.exitAtEnd)
+		if got != test.want || (test.note == "") != (note == "") || !strings.Contains(note, test.note) {
+			t.Errorf("from %d exit-at-end %v: got %d %q, want %d %q", test.from, test.exitAtEnd, got, note, test.want, test.note)
+		}
+	}
 }

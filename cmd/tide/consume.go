@@ -33,6 +33,9 @@ at --from: earliest, latest or an offset, and prints each as KEY:VALUE
 (VALUE alone when the record has no key). --format offsets prefixes each
 line with its partition and offset, tab-separated. A topic the cluster
 does not know is asked for again for up to 3 s (or --timeout if shorter).
+An offset below a partition's log start offset or past its high watermark
+starts at the nearer of the two, and stderr says where the partition
+begins or ends.
 
 With --exit-at-end it stops once it has read up to the high watermark each
 partition had when it started; otherwise it runs until interrupted.
@@ -97,17 +100,38 @@ func runConsume(ctx context.Context, cmd *cobra.Command, options consumeOptions,
 	next := map[int32]int64{}
 	starts := map[int32]kgo.Offset{}
 	for _, partition := range partitions {
-		next[partition] = from
-		switch from {
-		case -2:
-			next[partition] = offsets[partition].earliest
-		case -1:
-			next[partition] = offsets[partition].latest
+		start, note := startOffset(from, offsets[partition], options.exitAtEnd)
+		if note != "" {
+			fmt.Fprintf(cmd.ErrOrStderr(), "partition %d: %s\n", partition, note)
 		}
-		starts[partition] = kgo.NewOffset().At(next[partition])
+		next[partition] = start
+		starts[partition] = kgo.NewOffset().At(start)
 	}
 	client.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts})
 	return consumeRecords(ctx, client, cmd.OutOrStdout(), options, next, offsets)
+}
+
+// startOffset is where one partition is read from: earliest (-2), latest
+// (-1) or an offset, kept inside [log start offset, high watermark]. An
+// offset outside it would be OFFSET_OUT_OF_RANGE, which the client answers
+// by starting over from the log start, printing records the user asked to
+// skip; and past the end, --exit-at-end would print nothing and say
+// nothing. The note says where the partition begins or ends when the
+// offset asked for is outside it.
+func startOffset(from int64, bounds struct{ earliest, latest int64 }, exitAtEnd bool) (int64, string) {
+	switch {
+	case from == -2:
+		return bounds.earliest, ""
+	case from == -1:
+		return bounds.latest, ""
+	case from < bounds.earliest:
+		return bounds.earliest, fmt.Sprintf("--from %d is below the log start offset %d: reading from %d", from, bounds.earliest, bounds.earliest)
+	case from > bounds.latest && exitAtEnd:
+		return bounds.latest, fmt.Sprintf("--from %d is past the end: the partition ends at offset %d (its high watermark), nothing to read", from, bounds.latest)
+	case from > bounds.latest:
+		return bounds.latest, fmt.Sprintf("--from %d is past the end: the partition ends at offset %d (its high watermark); waiting there for new records", from, bounds.latest)
+	}
+	return from, ""
 }
 
 // partitions are the partitions to read: --partition, or all of them.
