@@ -63,6 +63,7 @@ type devOptions struct {
 	kafkaPort      int
 	controllerPort int
 	dir            string
+	keep           bool
 	verbose        bool
 	topics         devTopicDefaults
 	rebalance      rebalanceOptions
@@ -88,9 +89,10 @@ ports for every listener, and prints them.
   echo hello | tide produce orders
   tide consume orders --exit-at-end
 
-The data lives in a new temporary directory, kept on exit: --dir DIR runs
-the cluster from DIR (node i in DIR/node-i) and starts it again from
-there. Topics created without a replication factor get min(3, brokers)
+The data lives in a new temporary directory, removed when the cluster
+stops cleanly (--keep keeps it; a failed run keeps it to look at): --dir
+DIR runs the cluster from DIR (node i in DIR/node-i), keeps it, and starts
+it again from there. Topics created without a replication factor get min(3, brokers)
 (--default-replication-factor), and a client naming a topic that does not
 exist creates it (--auto-create-topics, with --num-partitions):
 followers replicate from their leaders over TCP with Kafka's own Fetch
@@ -117,6 +119,7 @@ second Ctrl-C exits at once.`,
 	flags.IntVar(&options.kafkaPort, "kafka-port", devKafkaPortDefault, "broker 1's Kafka port, the next brokers' the ports after it; 0 picks free ports for every listener")
 	flags.IntVar(&options.controllerPort, "controller-port", devControllerPortDefault, "broker 1's controller listener port, the next brokers' the ports after it; 0 picks free ones")
 	flags.StringVar(&options.dir, "dir", "", "the data directory, created or reused (default: a new temporary directory)")
+	flags.BoolVar(&options.keep, "keep", false, "keep the temporary data directory on exit (a --dir is always kept)")
 	flags.BoolVar(&options.verbose, "verbose", false, "log at info level (default: warnings and errors only)")
 	flags.BoolVar(&options.topics.autoCreate, "auto-create-topics", true,
 		"create a topic a client's Metadata request names when it does not exist (auto.create.topics.enable)")
@@ -202,6 +205,7 @@ func runDev(ctx context.Context, options devOptions, out, errOut io.Writer) erro
 		return err
 	}
 	layout.rebalance = options.rebalance
+	layout.removeOnExit = options.dir == "" && !options.keep
 	if layout.dir, err = devDataDir(options.dir); err != nil {
 		for _, l := range layout.listeners {
 			l.Close()
@@ -212,7 +216,7 @@ func runDev(ctx context.Context, options devOptions, out, errOut io.Writer) erro
 	if err != nil {
 		return err
 	}
-	layout.printBanner(out, options.dir == "")
+	layout.printBanner(out)
 	return runNodes(ctx, layout, nodes, out)
 }
 
@@ -256,6 +260,9 @@ func devLogger(errOut io.Writer, verbose bool) *slog.Logger {
 // Brokers are numbered 1..len(kafka); index i holds broker i+1.
 type devLayout struct {
 	dir string
+	// removeOnExit says dir is a temporary directory of this run, to be
+	// removed after a clean stop (no --dir, no --keep).
+	removeOnExit bool
 	// kafka and controller are each broker's Kafka and controller
 	// listener addresses.
 	kafka      []string
@@ -405,7 +412,7 @@ func (l devLayout) newNodes(logger *slog.Logger) ([]*server.Server, error) {
 	return nodes, nil
 }
 
-func (l devLayout) printBanner(out io.Writer, temporary bool) {
+func (l devLayout) printBanner(out io.Writer) {
 	var voters []string
 	for id := 1; id <= min(devVotersMax, l.brokers()); id++ {
 		voters = append(voters, strconv.Itoa(id))
@@ -419,11 +426,11 @@ func (l devLayout) printBanner(out io.Writer, temporary bool) {
 	if l.topics.autoCreate {
 		fmt.Fprintf(out, "auto-create topics: on, %d partitions (--auto-create-topics=false turns it off)\n", l.topics.partitions)
 	}
-	kept := "kept on exit"
-	if temporary {
-		kept = "a new directory, kept on exit"
+	if l.removeOnExit {
+		fmt.Fprintf(out, "data: %s (a new temporary directory, removed on a clean exit; --keep keeps it)\n", l.dir)
+		return
 	}
-	fmt.Fprintf(out, "data: %s (%s; tide dev --dir %s starts this cluster again)\n", l.dir, kept, l.dir)
+	fmt.Fprintf(out, "data: %s (kept on exit; tide dev --dir %s starts this cluster again)\n", l.dir, l.dir)
 }
 
 // runNodes runs every node until ctx ends or one stops on its own, then
@@ -461,8 +468,22 @@ func runNodes(ctx context.Context, layout devLayout, nodes []*server.Server, out
 	}
 	cancel()
 	running.Wait()
-	fmt.Fprintf(out, "stopped; the data stays in %s (tide dev --dir %s starts it again)\n", layout.dir, layout.dir)
-	return errors.Join(append([]error{failed}, errs...)...)
+	err := errors.Join(append([]error{failed}, errs...)...)
+	fmt.Fprintln(out, layout.leaveData(err == nil))
+	return err
+}
+
+// leaveData removes a temporary data directory after a clean stop and says
+// where the data is, or that it is gone. A failed run keeps its data to
+// look at, as --keep and --dir do.
+func (l devLayout) leaveData(clean bool) string {
+	if !l.removeOnExit || !clean {
+		return fmt.Sprintf("stopped; the data stays in %s (tide dev --dir %s starts it again)", l.dir, l.dir)
+	}
+	if err := os.RemoveAll(l.dir); err != nil {
+		return fmt.Sprintf("stopped; removing the temporary data directory %s failed: %v", l.dir, err)
+	}
+	return fmt.Sprintf("stopped; removed the temporary data directory %s (--keep keeps it)", l.dir)
 }
 
 // stopBrokers runs every broker's controlled shutdown while every

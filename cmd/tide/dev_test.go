@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -163,7 +164,14 @@ func TestDevOneBrokerInterrupted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a cluster; skipped with -short")
 	}
-	run := startDev(t, "--brokers", "1", "--kafka-port", "0", "--dir", t.TempDir(), "--verbose")
+	// No --dir: the cluster's temporary directory is removed on this
+	// clean exit (it was once left behind on every run).
+	t.Setenv("TMPDIR", t.TempDir())
+	run := startDev(t, "--brokers", "1", "--kafka-port", "0", "--verbose")
+	data := regexp.MustCompile(`(?m)^data: (\S+) \(a new temporary directory, removed on a clean exit; --keep keeps it\)$`).FindStringSubmatch(run.stdout.String())
+	if data == nil {
+		t.Fatalf("the banner does not say the temporary directory goes:\n%s", run.stdout)
+	}
 	bootstrap := run.bootstrap()
 	if !strings.Contains(run.stderr.String(), "level=INFO") {
 		t.Fatalf("--verbose logged no info:\n%s", run.stderr)
@@ -182,6 +190,9 @@ func TestDevOneBrokerInterrupted(t *testing.T) {
 	}
 	if !strings.Contains(run.stderr.String(), "stopping every broker") {
 		t.Fatalf("no word of the shutdown on stderr:\n%s", run.stderr)
+	}
+	if _, err := os.Stat(data[1]); !os.IsNotExist(err) || !strings.Contains(run.stdout.String(), "stopped; removed the temporary data directory "+data[1]) {
+		t.Fatalf("the temporary directory %s is still there (%v):\n%s", data[1], err, run.stdout)
 	}
 }
 
