@@ -140,6 +140,9 @@ func (o *clientOptions) connectWith(ctx context.Context, request *kmsg.MetadataR
 		if attempt.Err() != nil || (errors.As(err, &network) && network.Timeout()) {
 			return nil, nil, fmt.Errorf("no broker at %s answered within %s", o.bootstrap, o.timeout)
 		}
+		if hint := controllerListenerHint(ctx, seeds); hint != nil {
+			return nil, nil, hint
+		}
 		return nil, nil, fmt.Errorf("%s: %w", o.bootstrap, err)
 	}
 	return client, response, nil

@@ -177,6 +177,14 @@ func TestDevOneBrokerInterrupted(t *testing.T) {
 		t.Fatalf("--verbose logged no info:\n%s", run.stderr)
 	}
 	checkBrokers(t, bootstrap, 1)
+	// A controller listener given as the bootstrap is named as one, not
+	// taken for a broker wanting TLS (franz-go's guess).
+	controller := regexp.MustCompile(`controller (\S+)\n`).FindStringSubmatch(run.stdout.String())
+	if controller == nil {
+		t.Fatalf("no controller listener in the banner:\n%s", run.stdout)
+	}
+	mustFail(t, 1, "--bootstrap "+controller[1]+" is node 1's controller listener, not a Kafka listener: give a broker's Kafka address, such as node 1's "+bootstrap,
+		"topic", "list", "--bootstrap", controller[1], "--timeout", "5s")
 	checkDefaultReplicationFactor(t, bootstrap, 1)
 	createVisibleTopic(t, bootstrap, "single", "1", "1")
 	input := devRecords(10)
