@@ -162,19 +162,28 @@ func ValidTopicName(name string) bool { return validTopicName(name) }
 
 // validTopicName applies Kafka's rules (Topic.validate): 1 to 249
 // characters from [a-zA-Z0-9._-], and not "." or "..".
-func validTopicName(name string) bool {
-	if name == "" || name == "." || name == ".." || len(name) > maxTopicNameLength {
-		return false
+func validTopicName(name string) bool { return TopicNameProblem(name) == "" }
+
+// TopicNameProblem says why Kafka would refuse a topic name, in Kafka's
+// words (its Topic.validate), or "" for a valid name.
+func TopicNameProblem(name string) string {
+	switch {
+	case name == "":
+		return "Topic name is illegal, it can't be empty"
+	case name == "." || name == "..":
+		return `Topic name cannot be "." or ".."`
+	case len(name) > maxTopicNameLength:
+		return fmt.Sprintf("Topic name is illegal, it can't be longer than %d characters, topic name: %s", maxTopicNameLength, name)
 	}
 	for _, character := range name {
 		switch {
 		case character >= 'a' && character <= 'z', character >= 'A' && character <= 'Z',
 			character >= '0' && character <= '9', character == '.', character == '_', character == '-':
 		default:
-			return false
+			return fmt.Sprintf("Topic name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", name)
 		}
 	}
-	return true
+	return ""
 }
 
 // DeleteTopic decides a topic's deletion, named by name (id NoTopicID) or

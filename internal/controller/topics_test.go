@@ -243,3 +243,21 @@ func TestAssignMissingTopicIDs(t *testing.T) {
 		t.Errorf("a failed random source created a topic")
 	}
 }
+
+func TestTopicNameProblemInKafkasWords(t *testing.T) {
+	for name, want := range map[string]string{
+		"orders.v2_x-y":          "",
+		"":                       "it can't be empty",
+		"..":                     `cannot be "." or ".."`,
+		"bad name!":              `Topic name "bad name!" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'`,
+		strings.Repeat("a", 250): "it can't be longer than 249 characters",
+	} {
+		got := TopicNameProblem(name)
+		if (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("TopicNameProblem(%q) = %q, want %q", name, got, want)
+		}
+		if validTopicName(name) != (want == "") {
+			t.Errorf("validTopicName(%q) disagrees", name)
+		}
+	}
+}

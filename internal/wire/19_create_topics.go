@@ -86,7 +86,7 @@ func (h *Handler) handleCreateTopics(x *exchange) error {
 		}
 		for k, code := range codes {
 			entry := &response.Topics[positions[k]]
-			fillCreatedTopic(entry, forward.Topics[k], code, cluster.Config)
+			fillCreatedTopic(entry, forward.Topics[k], code, cluster)
 			if topic, ok := h.backend.Topic(entry.Topic); ok && code == 0 && !forward.ValidateOnly {
 				entry.TopicID = topic.ID
 			}
@@ -156,17 +156,42 @@ func setTopicConfig(config *metadata.TopicConfig, name, value string) error {
 }
 
 // fillCreatedTopic writes the Backend's answer for one topic.
-func fillCreatedTopic(entry *kmsg.CreateTopicsResponseTopic, create controller.CreateTopicRequest, code int16, broker BrokerConfig) {
+func fillCreatedTopic(entry *kmsg.CreateTopicsResponseTopic, create controller.CreateTopicRequest, code int16, cluster Cluster) {
 	entry.ErrorCode = code
 	if code != 0 {
-		message := controller.CodeName(code)
+		message := createTopicRefusal(create, code, cluster)
 		entry.ErrorMessage = &message
 		return
 	}
+	broker := cluster.Config
 	entry.NumPartitions, entry.ReplicationFactor = int32(create.Partitions), int16(create.ReplicationFactor)
 	for _, config := range topicConfigs(metadata.Topic{Config: create.Config, Configs: create.Configs}, broker) {
 		described := kmsg.NewCreateTopicsResponseTopicConfig()
 		described.Name, described.Value, described.ReadOnly, described.Source = config.name, &config.value, readOnlyConfig(config.name), int8(config.source)
 		entry.Configs = append(entry.Configs, described)
 	}
+}
+
+// createTopicRefusal says why the controller refused a topic, in Kafka's
+// words where Kafka has them (a bare code name sent users guessing). The
+// code is the controller's decision; the reason reads this broker's view
+// of the cluster, which may be a moment behind the controller's.
+func createTopicRefusal(create controller.CreateTopicRequest, code int16, cluster Cluster) string {
+	switch code {
+	case kerr.InvalidTopicException.Code:
+		if problem := controller.TopicNameProblem(create.Name); problem != "" {
+			return problem
+		}
+	case kerr.TopicAlreadyExists.Code:
+		return fmt.Sprintf("Topic '%s' already exists.", create.Name)
+	case kerr.InvalidPartitions.Code:
+		return fmt.Sprintf("Number of partitions must be 1 to %d, or -1 to use the default value.", controller.MaxPartitionsPerTopic)
+	case kerr.InvalidReplicationFactor.Code:
+		if create.ReplicationFactor < 1 {
+			return "Replication factor must be larger than 0, or -1 to use the default value."
+		}
+		return fmt.Sprintf("Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.",
+			create.ReplicationFactor, create.ReplicationFactor, len(cluster.Brokers))
+	}
+	return controller.CodeName(code)
 }

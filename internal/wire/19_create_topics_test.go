@@ -106,3 +106,28 @@ func TestCreateTopicsBoundsPartitionsPerRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateTopicsRefusalsSayWhy: a refused topic's message says why in
+// Kafka's words, not only the code's name (a user once saw a bare
+// INVALID_REPLICATION_FACTOR and had to guess).
+func TestCreateTopicsRefusalsSayWhy(t *testing.T) {
+	backend := newFakeBackend()
+	backend.addTopic("taken", 1, 0)
+	h := newTestHandler(t, backend)
+	request := kmsg.NewPtrCreateTopicsRequest()
+	request.Version, request.TimeoutMillis = 7, 3000
+	request.Topics = []kmsg.CreateTopicsRequestTopic{
+		createTopic("wide", 1, 5, nil), createTopic("taken", 1, 1, nil), createTopic("many", 1000, 1, nil),
+	}
+	response := roundTrip(t, h, request).(*kmsg.CreateTopicsResponse)
+	want := []string{
+		"The target replication factor of 5 cannot be reached because only 2 broker(s) are registered.",
+		"Topic 'taken' already exists.",
+		"Number of partitions must be 1 to",
+	}
+	for i, topic := range response.Topics {
+		if topic.ErrorCode == 0 || topic.ErrorMessage == nil || !strings.Contains(*topic.ErrorMessage, want[i]) {
+			t.Errorf("topic %s: code %d, message %v; want %q", topic.Topic, topic.ErrorCode, topic.ErrorMessage, want[i])
+		}
+	}
+}
