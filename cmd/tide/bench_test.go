@@ -121,7 +121,7 @@ func checkBenchValues(t *testing.T, kafka, topic string, count, size int) {
 // A bad command line exits 2 before any connection is tried.
 func TestBenchProduceFlagErrors(t *testing.T) {
 	for _, args := range [][]string{
-		{"extra"}, {"--mode", "fast"}, {"--acks", "1"}, {"--acks", "leader", "--idempotent"}, {"--size", "0"},
+		{"extra"}, {"--mode", "fast"}, {"--acks", "2"}, {"--acks", "leader", "--idempotent"}, {"--acks", "1", "--idempotent"}, {"--size", "0"},
 		{"--size", "600000"}, {"--records", "0", "--duration", "0"}, {"--records", "-1"}, {"--warmup", "-1s"},
 		{"--partitions", "0"}, {"--replication-factor", "0"}, {"--max-buffered-records", "0"}, {"--size", "big"},
 		{"--timeout", "0s"},
