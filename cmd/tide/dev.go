@@ -37,6 +37,7 @@ const (
 	devReplicationFactorMax  = 3
 	devKafkaPortDefault      = 9092
 	devControllerPortDefault = 19092
+	devMetricsPortDefault    = 9644
 	// devReadyTimeout bounds the wait for every broker to register and be
 	// unfenced; a cluster that takes longer is broken, not slow.
 	devReadyTimeout = 60 * time.Second
@@ -62,11 +63,14 @@ type devOptions struct {
 	brokers        int
 	kafkaPort      int
 	controllerPort int
-	dir            string
-	keep           bool
-	verbose        bool
-	topics         devTopicDefaults
-	rebalance      rebalanceOptions
+	// metricsPort is broker 1's metrics port, the next brokers' after
+	// it; 0 picks free ones, -1 serves none.
+	metricsPort int
+	dir         string
+	keep        bool
+	verbose     bool
+	topics      devTopicDefaults
+	rebalance   rebalanceOptions
 	// brokersGiven says --brokers was on the command line: a restart from
 	// --dir otherwise takes the count the directory holds.
 	brokersGiven bool
@@ -99,6 +103,10 @@ followers replicate from their leaders over TCP with Kafka's own Fetch
 requests, and an acks=all produce is answered once every in-sync replica
 has the records on its disk.
 
+Each broker serves Prometheus metrics on --metrics-port+i-1 (default 9644,
+http://127.0.0.1:9644/metrics for broker 1; docs/operations.md lists
+them); --metrics-port -1 serves none.
+
 The controller elects each partition's preferred replica back by itself
 (auto.leader.rebalance.enable, as tide serve), checking every 10 s rather
 than Kafka's 300 s, so that after a restart from --dir leadership spreads
@@ -118,6 +126,7 @@ second Ctrl-C exits at once.`,
 	flags.IntVar(&options.brokers, "brokers", 3, fmt.Sprintf("how many brokers, 1 to %d", devBrokersMax))
 	flags.IntVar(&options.kafkaPort, "kafka-port", devKafkaPortDefault, "broker 1's Kafka port, the next brokers' the ports after it; 0 picks free ports for every listener")
 	flags.IntVar(&options.controllerPort, "controller-port", devControllerPortDefault, "broker 1's controller listener port, the next brokers' the ports after it; 0 picks free ones")
+	flags.IntVar(&options.metricsPort, "metrics-port", devMetricsPortDefault, "broker 1's Prometheus metrics port (http://127.0.0.1:PORT/metrics), the next brokers' the ports after it; 0 picks free ones, -1 serves none")
 	flags.StringVar(&options.dir, "dir", "", "the data directory, created or reused (default: a new temporary directory)")
 	flags.BoolVar(&options.keep, "keep", false, "keep the temporary data directory on exit (a --dir is always kept)")
 	flags.BoolVar(&options.verbose, "verbose", false, "log at info level (default: warnings and errors only)")
@@ -170,14 +179,24 @@ func (o devOptions) validate() error {
 	for _, port := range []struct {
 		flag  string
 		first int
-	}{{"--kafka-port", o.kafkaPort}, {"--controller-port", o.controllerPort}} {
+	}{{"--kafka-port", o.kafkaPort}, {"--controller-port", o.controllerPort}, {"--metrics-port", max(o.metricsPort, 0)}} {
 		if port.first < 0 || port.first+o.brokers-1 > 65535 {
 			return fmt.Errorf("%s %d: the ports of %d brokers must lie in 1..65535 (0 picks free ones)", port.flag, port.first, o.brokers)
 		}
 	}
-	kafka, controller := o.kafkaPort, o.controllerPort
-	if kafka != 0 && controller != 0 && kafka < controller+o.brokers && controller < kafka+o.brokers {
-		return fmt.Errorf("--kafka-port %d and --controller-port %d: the ranges of %d brokers overlap", kafka, controller, o.brokers)
+	if o.metricsPort < -1 {
+		return fmt.Errorf("--metrics-port %d: want a port, 0 for free ones or -1 for none", o.metricsPort)
+	}
+	ranges := []struct {
+		flag  string
+		first int
+	}{{"--kafka-port", o.kafkaPort}, {"--controller-port", o.controllerPort}, {"--metrics-port", o.metricsPort}}
+	for i, a := range ranges {
+		for _, b := range ranges[i+1:] {
+			if a.first > 0 && b.first > 0 && a.first < b.first+o.brokers && b.first < a.first+o.brokers {
+				return fmt.Errorf("%s %d and %s %d: the ranges of %d brokers overlap", a.flag, a.first, b.flag, b.first, o.brokers)
+			}
+		}
 	}
 	return nil
 }
@@ -267,6 +286,9 @@ type devLayout struct {
 	// listener addresses.
 	kafka      []string
 	controller []string
+	// metrics are each broker's metrics listener address, none when
+	// --metrics-port is -1.
+	metrics []string
 	// listeners are the bound listeners, Kafka's then the controllers',
 	// handed to the nodes so that no other process takes a port between
 	// the check and the start.
@@ -292,9 +314,9 @@ type devTopicDefaults struct {
 // listeners (free ports, 0, are those the system handed out).
 func planDev(options devOptions) (devLayout, error) {
 	layout := devLayout{topics: options.topics}
-	controllerPort := options.controllerPort
+	controllerPort, metricsPort := options.controllerPort, options.metricsPort
 	if options.kafkaPort == 0 {
-		controllerPort = 0
+		controllerPort, metricsPort = 0, min(metricsPort, 0)
 	}
 	var wanted []string
 	for i := range options.brokers {
@@ -302,6 +324,11 @@ func planDev(options devOptions) (devLayout, error) {
 	}
 	for i := range options.brokers {
 		wanted = append(wanted, devAddress(controllerPort, i))
+	}
+	for i := range options.brokers {
+		if metricsPort >= 0 {
+			wanted = append(wanted, devAddress(metricsPort, i))
+		}
 	}
 	listeners, err := reserveAddresses(wanted)
 	if err != nil {
@@ -312,7 +339,8 @@ func planDev(options devOptions) (devLayout, error) {
 	for i, l := range listeners {
 		bound[i] = l.Addr().String()
 	}
-	layout.kafka, layout.controller = bound[:options.brokers], bound[options.brokers:]
+	layout.kafka, layout.controller = bound[:options.brokers], bound[options.brokers:2*options.brokers]
+	layout.metrics = bound[2*options.brokers:]
 	return layout, nil
 }
 
@@ -337,7 +365,7 @@ func reserveAddresses(addresses []string) ([]net.Listener, error) {
 				bound.Close()
 			}
 			if errors.Is(err, syscall.EADDRINUSE) {
-				return nil, fmt.Errorf("%s is in use (another tide dev or Kafka?); choose other ports with --kafka-port and --controller-port, or 0 for free ones", address)
+				return nil, fmt.Errorf("%s is in use (another tide dev or Kafka?); choose other ports with --kafka-port, --controller-port and --metrics-port, or 0 for free ones", address)
 			}
 			return nil, err
 		}
@@ -378,6 +406,9 @@ func (l devLayout) configs(logger *slog.Logger) []server.Config {
 			SessionTimeout: devSessionTimeout, BrokerHeartbeat: devHeartbeat,
 			DefaultPartitions: l.topics.partitions, DefaultReplicationFactor: l.replicationFactor(),
 			DisableAutoCreateTopics: !l.topics.autoCreate, Logger: logger}
+		if len(l.metrics) > 0 {
+			configs[i].MetricsListen, configs[i].MetricsListener = l.metrics[i], l.listeners[2*l.brokers()+i]
+		}
 		l.rebalance.apply(&configs[i])
 	}
 	return configs
@@ -396,6 +427,9 @@ func (l devLayout) newNodes(logger *slog.Logger) ([]*server.Server, error) {
 			for _, later := range configs[i+1:] {
 				later.KafkaListener.Close()
 				later.ControllerListener.Close()
+				if later.MetricsListener != nil {
+					later.MetricsListener.Close()
+				}
 			}
 			ended, cancel := context.WithCancel(context.Background())
 			cancel()
@@ -419,7 +453,11 @@ func (l devLayout) printBanner(out io.Writer) {
 	}
 	fmt.Fprintf(out, "tide dev: %d brokers on 127.0.0.1; voters of the metadata quorum: %s\n", l.brokers(), strings.Join(voters, ", "))
 	for i := range l.brokers() {
-		fmt.Fprintf(out, "  broker %d: kafka %s, controller %s\n", i+1, l.kafka[i], l.controller[i])
+		metrics := ""
+		if len(l.metrics) > 0 {
+			metrics = ", metrics http://" + l.metrics[i] + "/metrics"
+		}
+		fmt.Fprintf(out, "  broker %d: kafka %s, controller %s%s\n", i+1, l.kafka[i], l.controller[i], metrics)
 	}
 	fmt.Fprintf(out, "bootstrap: %s\n", l.kafka[0])
 	fmt.Fprintf(out, "default replication factor: %d\n", l.replicationFactor())

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,7 +181,7 @@ func TestDevOneBrokerInterrupted(t *testing.T) {
 	checkBrokers(t, bootstrap, 1)
 	// A controller listener given as the bootstrap is named as one, not
 	// taken for a broker wanting TLS (franz-go's guess).
-	controller := regexp.MustCompile(`controller (\S+)\n`).FindStringSubmatch(run.stdout.String())
+	controller := regexp.MustCompile(`controller ([0-9.:]+)`).FindStringSubmatch(run.stdout.String())
 	if controller == nil {
 		t.Fatalf("no controller listener in the banner:\n%s", run.stdout)
 	}
@@ -187,6 +189,7 @@ func TestDevOneBrokerInterrupted(t *testing.T) {
 		"topic", "list", "--bootstrap", controller[1], "--timeout", "5s")
 	checkDefaultReplicationFactor(t, bootstrap, 1)
 	createVisibleTopic(t, bootstrap, "single", "1", "1")
+	checkDevMetrics(t, run.stdout.String())
 	input := devRecords(10)
 	mustRun(t, input, "", "produce", "single", "--key-separator", ":", "--bootstrap", bootstrap)
 	checkSameLines(t, input, consumeAll(t, bootstrap, "single", input))
@@ -458,5 +461,29 @@ func waitProcess(t *testing.T, child *exec.Cmd, timeout time.Duration) error {
 	case <-time.After(timeout):
 		t.Fatalf("the child process did not exit within %s", timeout)
 		return nil
+	}
+}
+
+// checkDevMetrics scrapes the metrics URL the banner printed and finds the
+// broker's partition count there.
+func checkDevMetrics(t *testing.T, banner string) {
+	t.Helper()
+	url := regexp.MustCompile(`metrics (http://\S+/metrics)\n`).FindStringSubmatch(banner)
+	if url == nil {
+		t.Fatalf("no metrics URL in the banner:\n%s", banner)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		response, err := http.Get(url[1])
+		if err != nil {
+			t.Fatalf("scrape %s: %v", url[1], err)
+		}
+		body, _ := io.ReadAll(response.Body)
+		response.Body.Close()
+		if strings.Contains(string(body), "\nkafka_server_replicamanager_partition_count 1\n") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not count the broker's one partition:\n%s", url[1], body)
+		}
 	}
 }

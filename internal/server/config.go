@@ -68,6 +68,11 @@ type Config struct {
 	// take before the node binds them again. The node closes them.
 	ControllerListener net.Listener
 	KafkaListener      net.Listener
+	// MetricsListen is the address to serve Prometheus metrics on
+	// (/metrics), or "" for none; MetricsListener, when set, is a listener
+	// already bound to it, as for the two above.
+	MetricsListen   string
+	MetricsListener net.Listener
 	// CopyFetches reads every fetched record into memory, as for records
 	// above the high watermark, instead of sending committed ones with
 	// sendfile: only to measure what sendfile saves.

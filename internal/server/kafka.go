@@ -86,6 +86,9 @@ func (s *Server) KafkaAddr() string { return s.kafka.listener.Addr().String() }
 // postKafka hands a request to the node loop. If the node stops first the
 // request is answered with nothing, and the connection closes with it.
 func (s *Server) postKafka(request []byte, answer func(wire.Response, error)) {
+	if s.metrics != nil {
+		answer = s.metrics.observeRequest(request, answer)
+	}
 	select {
 	case s.inbox <- event{kind: eventKafkaRequest, payload: request, answer: answer}:
 	case <-s.stopped:

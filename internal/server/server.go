@@ -55,6 +55,10 @@ type Server struct {
 	// volumeMeasuredMs is when the loop last measured the partition
 	// directory's volume (measureVolume).
 	volumeMeasuredMs int64
+	// metrics are the node's Prometheus metrics, nil unless served
+	// (Config.MetricsListen): unserved, they cost the hot path nothing.
+	metrics         *nodeMetrics
+	metricsListener net.Listener
 	// fatal is the first error of a core (a metadata record that does not
 	// apply): the node stops.
 	fatal error
@@ -75,6 +79,9 @@ type event struct {
 	source      metadata.BrokerID
 	fetcherConn fetcher.ConnID
 	client      *clientConn
+	// call runs on the node loop (eventCall): a reader of the cores from
+	// another goroutine (onLoop).
+	call func()
 }
 
 const (
@@ -88,6 +95,7 @@ const (
 	eventFetcherDown
 	eventFetcherResponse
 	eventShutdownBroker
+	eventCall
 )
 
 // New opens a node's storage and its listener; Run runs it.
@@ -96,7 +104,7 @@ func New(config Config) (s *Server, err error) {
 		// Listeners handed in are the node's from here on, even when it
 		// does not start.
 		if err != nil {
-			for _, l := range []net.Listener{config.ControllerListener, config.KafkaListener} {
+			for _, l := range []net.Listener{config.ControllerListener, config.KafkaListener, config.MetricsListener} {
 				if l != nil {
 					l.Close()
 				}
@@ -111,6 +119,9 @@ func New(config Config) (s *Server, err error) {
 		links: map[metadata.BrokerID]*link{}, brokers: map[metadata.BrokerID]*conn{},
 		inbox: make(chan event, 1024), stopped: make(chan struct{}), brokerDone: make(chan struct{}),
 		dialers: map[metadata.BrokerID]*dialer{}, fetcherConns: map[fetcher.ConnID]*clientConn{}, ctx: context.Background()}
+	if err := s.openMetrics(); err != nil {
+		return nil, err
+	}
 	if err := s.fs.MkdirAll(config.DataDir); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
@@ -186,7 +197,10 @@ func (s *Server) Run(ctx context.Context) error {
 	for _, l := range s.links {
 		go l.dialLoop(loopCtx)
 	}
-	s.log.Info("serving", "listen", s.Addr(), "kafka", s.KafkaAddr(), "controllers", fmt.Sprint(s.config.Controllers), "data", s.config.DataDir)
+	if s.metrics != nil {
+		go s.metrics.serveMetrics(loopCtx, s.metricsListener)
+	}
+	s.log.Info("serving", "listen", s.Addr(), "kafka", s.KafkaAddr(), "metrics", s.MetricsAddr(), "controllers", fmt.Sprint(s.config.Controllers), "data", s.config.DataDir)
 	err := s.loop(ctx)
 	cancel()
 	close(s.stopped)
@@ -358,6 +372,8 @@ func (s *Server) handle(e event) {
 		s.handleKafka(e)
 	case eventFetcherUp, eventFetcherDown, eventFetcherResponse:
 		s.handleFetcherEvent(e)
+	case eventCall:
+		e.call()
 	}
 }
 
