@@ -28,6 +28,8 @@ var pure = []string{
 	"internal/codec",
 	"internal/producer",
 	"internal/logconfig",
+	"internal/group/assignor",
+	"internal/group/reconcile",
 }
 
 // runtimeFree are the packages between the runtimes and the pure cores:

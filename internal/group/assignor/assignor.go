@@ -52,6 +52,21 @@ func (a Assignment) normalize() {
 	}
 }
 
+// Normalized returns a copy of a made well-formed: each list sorted and
+// without duplicates, empty lists dropped. Assignments that come from the
+// wire (a heartbeat's owned partitions) go through it before use.
+func (a Assignment) Normalized() Assignment {
+	normalized := make(Assignment, len(a))
+	for topic, partitions := range a {
+		if len(partitions) > 0 {
+			sorted := slices.Clone(partitions)
+			slices.Sort(sorted)
+			normalized[topic] = slices.Compact(sorted)
+		}
+	}
+	return normalized
+}
+
 // Member is one member of a group as an assignor sees it.
 type Member struct {
 	// ID is the member id; unique in the group.
