@@ -8,6 +8,15 @@ import (
 	"testing"
 )
 
+// propertySeeds is how many random groups a property test draws: 3,000,
+// or 500 with -short (CI's race detector run).
+func propertySeeds() uint64 {
+	if testing.Short() {
+		return 500
+	}
+	return 3000
+}
+
 // randomSpec draws a group: up to 6 topics of 0..12 partitions (one topic
 // that does not exist), up to 9 members subscribing to random subsets
 // (homogeneous half the time), holding as current assignment a random

@@ -12,7 +12,7 @@ import (
 // member keeps min(its valid current partitions of a topic, the topic's
 // minimum quota); stable and deterministic.
 func TestRangeProperties(t *testing.T) {
-	for seed := range uint64(3000) {
+	for seed := range propertySeeds() {
 		random := rand.New(rand.NewPCG(seed, 2))
 		spec := randomSpec(random, RangeAssignor{})
 		result, err := RangeAssignor{}.Assign(spec)

@@ -8,7 +8,7 @@ import (
 // TestUniformProperties checks the uniform assignor on random groups:
 // complete and exclusive, balanced, sticky, stable and deterministic.
 func TestUniformProperties(t *testing.T) {
-	for seed := range uint64(3000) {
+	for seed := range propertySeeds() {
 		random := rand.New(rand.NewPCG(seed, 1))
 		spec := randomSpec(random, UniformAssignor{})
 		result, err := UniformAssignor{}.Assign(spec)

@@ -355,11 +355,19 @@ func (s *simulation) converged() string {
 	return ""
 }
 
+// simulationSeeds is 300, or 60 with -short (CI's race detector run).
+func simulationSeeds() uint64 {
+	if testing.Short() {
+		return 60
+	}
+	return 300
+}
+
 // TestNoPartitionHasTwoOwners runs 300 seeded simulations: none may show a
 // partition consumed by two members at once, and each must converge once
 // the network heals.
 func TestNoPartitionHasTwoOwners(t *testing.T) {
-	for seed := range uint64(300) {
+	for seed := range simulationSeeds() {
 		if violation := newSimulation(seed, rules.Rules{}).run(); violation != "" {
 			t.Fatalf("seed %d: %s", seed, violation)
 		}
@@ -371,14 +379,14 @@ func TestNoPartitionHasTwoOwners(t *testing.T) {
 // nothing.
 func TestWithoutRevokeBeforeAssignTwoMembersOwnAPartition(t *testing.T) {
 	legacy := rules.Rules{}.Without(rules.RevokeBeforeAssign)
-	found := 0
-	for seed := range uint64(300) {
+	found, seeds := 0, simulationSeeds()
+	for seed := range seeds {
 		if violation := newSimulation(seed, legacy).run(); strings.Contains(violation, "at once") {
 			found++
 		}
 	}
-	t.Logf("two owners found in %d of 300 runs", found)
-	if found < 300 {
-		t.Fatalf("two owners found in only %d of 300 runs with revoke-before-assign off", found)
+	t.Logf("two owners found in %d of %d runs", found, seeds)
+	if found < int(seeds) {
+		t.Fatalf("two owners found in only %d of %d runs with revoke-before-assign off", found, seeds)
 	}
 }
