@@ -2,6 +2,8 @@ package reconcile
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/tidelog/tide/internal/group/assignor"
 )
@@ -87,4 +89,28 @@ func (o *Owners) release(memberID string, set assignor.Assignment) {
 			}
 		}
 	}
+}
+
+// Describe lists the owned partitions in topic and partition order, each
+// as topic-partition=member@epoch, or "none".
+func (o *Owners) Describe() string {
+	keys := make([]topicPartition, 0, len(o.owners))
+	for key := range o.owners {
+		keys = append(keys, key)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].topic != keys[j].topic {
+			return keys[i].topic < keys[j].topic
+		}
+		return keys[i].partition < keys[j].partition
+	})
+	var parts []string
+	for _, key := range keys {
+		holder := o.owners[key]
+		parts = append(parts, fmt.Sprintf("%s-%d=%s@%d", key.topic, key.partition, holder.memberID, holder.epoch))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
 }

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -29,6 +30,29 @@ const (
 	// record); the member is fenced unless it reports owning nothing.
 	Unknown State = 127
 )
+
+// Describe renders the member for scenario output: state, epoch, previous
+// epoch, then the assigned and pending partitions.
+func (m Member) Describe() string {
+	return fmt.Sprintf("%s epoch %d (previous %d) assigned %s pending %s", m.State, m.MemberEpoch, m.PreviousMemberEpoch,
+		describeAssignment(m.Assigned), describeAssignment(m.PendingRevocation))
+}
+
+// describeAssignment renders "orders 0 1; payments 2", or "none".
+func describeAssignment(assignment assignor.Assignment) string {
+	var topics []string
+	for _, topic := range assignment.Topics() {
+		text := topic
+		for _, partition := range assignment[topic] {
+			text += fmt.Sprintf(" %d", partition)
+		}
+		topics = append(topics, text)
+	}
+	if len(topics) == 0 {
+		return "none"
+	}
+	return strings.Join(topics, "; ")
+}
 
 func (s State) String() string {
 	switch s {

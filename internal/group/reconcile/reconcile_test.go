@@ -16,6 +16,14 @@ func describe(member Member) string {
 		member.PreviousMemberEpoch, member.Assigned, member.PendingRevocation)
 }
 
+func TestDescribe(t *testing.T) {
+	member := Member{State: UnrevokedPartitions, MemberEpoch: 4, PreviousMemberEpoch: 4,
+		Assigned: assignor.Assignment{"orders": {0, 1}, "payments": {2}}, PendingRevocation: assignor.Assignment{}}
+	if got := member.Describe(); got != "UNREVOKED_PARTITIONS epoch 4 (previous 4) assigned orders 0 1; payments 2 pending none" {
+		t.Errorf("Describe() = %q", got)
+	}
+}
+
 // TestNext walks the state machine through each transition of Kafka's
 // CurrentAssignmentBuilder. Member "a" is reconciled; "b" owns orders-2.
 func TestNext(t *testing.T) {
