@@ -9,8 +9,11 @@ import (
 // Balance comes first, then stickiness:
 //   - when every member subscribes to the same topics (homogeneous, Kafka's
 //     optimized uniform builder), all their partitions are pooled and each
-//     member gets total/members of them, the first total%members one more;
-//     a member keeps its current partitions up to that quota;
+//     member gets total/members of them, total%members members one more;
+//     a member keeps its current partitions up to that quota, and the
+//     extra ones go first to members holding more than the minimum (Kafka's
+//     builder hands them out in member order, which can move a partition
+//     balance did not require);
 //   - otherwise (heterogeneous, Kafka's general builder) every member keeps
 //     all its valid current partitions, unassigned ones go to the least
 //     loaded subscriber (topics with the fewest subscribers first), and

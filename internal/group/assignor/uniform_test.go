@@ -56,7 +56,8 @@ func checkUniformBalance(t *testing.T, spec Spec, result map[string]Assignment) 
 }
 
 // checkUniformSticky: in a homogeneous group each member keeps at least
-// min(its valid current partitions, the minimum quota). Heterogeneous
+// min(its valid current partitions, the minimum quota), and the group as
+// a whole keeps as many as balance allows. Heterogeneous
 // groups may move partitions along a chain of members (one loses in topic
 // X and gains in Y) for balance; there checkStable is the stickiness
 // check: a balanced target is never moved.
@@ -69,10 +70,22 @@ func checkUniformSticky(t *testing.T, spec Spec, result map[string]Assignment) {
 	if !b.homogeneous() {
 		return
 	}
-	quota := len(b.topicOf) / len(spec.Members)
+	quota, extra := len(b.topicOf)/len(spec.Members), len(b.topicOf)%len(spec.Members)
+	keptTotal, fewestMoves, fuller := 0, 0, 0
 	for _, member := range spec.Members {
-		if kept, want := keptCount(member, result[member.ID], ""), min(validKept(spec, member, ""), quota); kept < want {
-			t.Fatalf("member %s kept %d of its partitions, want at least %d", member.ID, kept, want)
+		kept, valid := keptCount(member, result[member.ID], ""), validKept(spec, member, "")
+		if kept < min(valid, quota) {
+			t.Fatalf("member %s kept %d of its partitions, want at least %d", member.ID, kept, min(valid, quota))
 		}
+		keptTotal += kept
+		fewestMoves += min(valid, quota)
+		if valid > quota {
+			fuller++
+		}
+	}
+	// The extra partitions go first to members that hold more than the
+	// quota: then as few partitions move as balance allows.
+	if want := fewestMoves + min(extra, fuller); keptTotal != want {
+		t.Fatalf("members kept %d partitions in all; balance allows %d", keptTotal, want)
 	}
 }
