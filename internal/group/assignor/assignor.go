@@ -179,3 +179,29 @@ func emptyResult(members []Member) map[string]Assignment {
 	}
 	return result
 }
+
+// Preferred returns the assignor a group uses (Kafka's
+// ConsumerGroup.computePreferredServerAssignor): the one its members name
+// in ServerAssignor most often, the first of served on a tie (Kafka breaks
+// ties in HashMap order, which is unspecified), or served[0], the
+// default, when no member names one. chosen holds each member's
+// ServerAssignor, "" for none; names not in served are skipped (heartbeat
+// validation refuses them).
+func Preferred(chosen []string, served []string) string {
+	votes := map[string]int{}
+	for _, name := range chosen {
+		if name != "" && slices.Contains(served, name) {
+			votes[name]++
+		}
+	}
+	best := ""
+	for _, name := range served {
+		if votes[name] > votes[best] {
+			best = name
+		}
+	}
+	if best == "" && len(served) > 0 {
+		return served[0]
+	}
+	return best
+}

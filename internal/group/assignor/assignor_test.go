@@ -197,3 +197,20 @@ func TestValidateRefusesBadSpecs(t *testing.T) {
 		}
 	}
 }
+
+func TestPreferred(t *testing.T) {
+	for _, test := range []struct {
+		chosen []string
+		want   string
+	}{
+		{nil, Uniform},
+		{[]string{"", ""}, Uniform},
+		{[]string{Range, "", Uniform, Range}, Range},
+		{[]string{Range, Uniform}, Uniform}, // a tie: the first served
+		{[]string{"sticky", "sticky", Range}, Range},
+	} {
+		if got := Preferred(test.chosen, Names()); got != test.want {
+			t.Errorf("Preferred(%q) = %q, want %q", test.chosen, got, test.want)
+		}
+	}
+}
