@@ -8,6 +8,11 @@
 // UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION) and message, and never
 // reaches the group's state.
 //
+// It also converts between the wire's partitions by topic id and the
+// assignments by topic name the assignors and reconcile work on: Owned
+// (a request's TopicPartitions, nil when null) and Assignment (the
+// answer's).
+//
 // It decides only whether a request is well-formed. It never touches the
 // group, the clock or I/O. Driven by: the ConsumerGroupHeartbeat handler,
 // on every request, before the coordinator (whose checks against the
