@@ -122,8 +122,9 @@ func Next(member Member, heartbeat Heartbeat, in rules.Rules) (Member, error) {
 		if heartbeat.Owned == nil || ownsAny(heartbeat.Owned, member.PendingRevocation) {
 			return member, nil
 		}
-		// Every pending partition is revoked: advance, one epoch at a
-		// time if the target has not moved since (Kafka bumps the epoch).
+		// Every pending partition is revoked: they are released when the
+		// coordinator records the result (Owners.Update), and the member
+		// moves on toward the target, which may have changed meanwhile.
 		return computeNext(member, heartbeat, in), nil
 	case UnreleasedPartitions:
 		return computeNext(member, heartbeat, in), nil
