@@ -28,6 +28,9 @@ var pure = []string{
 	"internal/codec",
 	"internal/producer",
 	"internal/logconfig",
+	"internal/group/assignor",
+	"internal/group/reconcile",
+	"internal/group/consumerheartbeat",
 }
 
 // runtimeFree are the packages between the runtimes and the pure cores:
@@ -69,7 +72,12 @@ var forbidden = []string{"net", "os", "math/rand", "math/rand/v2", "sync", "sync
 // clock. zstd and lz4 can decode on goroutines of their own; record sets
 // both to concurrency 1, with which they decode synchronously in the caller
 // (zstd's sync stream decoder, lz4's non-concurrent reader).
-var allowedExternal = []string{"github.com/twmb/franz-go/pkg/kerr",
+//
+// franz-go's kmsg holds the Kafka request and response types and their
+// encoding: bytes and structs in memory, no I/O. The group packages take
+// requests as kmsg values (consumerheartbeat validates a
+// kmsg.ConsumerGroupHeartbeatRequest).
+var allowedExternal = []string{"github.com/twmb/franz-go/pkg/kerr", "github.com/twmb/franz-go/pkg/kmsg",
 	"go.etcd.io/raft/v3", "go.etcd.io/raft/v3/raftpb", "google.golang.org/protobuf/proto",
 	"github.com/klauspost/compress/zstd", "github.com/klauspost/compress/s2", "github.com/pierrec/lz4/v4"}
 

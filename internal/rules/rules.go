@@ -59,6 +59,22 @@ const (
 	// ends at the high watermark (Kafka's first uncleanable offset is at
 	// most the last stable offset, which is at most the high watermark).
 	CleanBelowHighWatermark Rule = "clean-above-hw"
+	// RevokeBeforeAssign is the two-owners failure of incremental
+	// rebalancing: when a consumer group's target assignment moves a
+	// partition from member A to member B, and the coordinator gives it to
+	// B at once, A and B both consume it until A's next heartbeat answer
+	// tells A to let go: records are processed twice and each commits
+	// offsets over the other's. The rule (KIP-848's reconciliation, Kafka's
+	// CurrentAssignmentBuilder): a partition goes to its new owner only
+	// once its previous owner has reported, in a heartbeat, that it no
+	// longer owns it; until then the new owner waits in
+	// UNRELEASED_PARTITIONS.
+	//
+	// It is not in All() yet: the simulator runs no KIP-848 group consumers
+	// so far, and TestEachLegacyRuleIsFound requires it to find every rule
+	// in All(). Its check is internal/group/reconcile's heartbeat
+	// simulation; it joins All() when the simulator's workload has groups.
+	RevokeBeforeAssign Rule = "revoke-before-assign"
 )
 
 // All lists every rule, in a stable order.

@@ -38,3 +38,10 @@ func TestParse(t *testing.T) {
 		t.Error("Parse accepted an unknown rule")
 	}
 }
+
+func TestRevokeBeforeAssignSwitchesOff(t *testing.T) {
+	var r Rules
+	if !r.On(RevokeBeforeAssign) || r.Without(RevokeBeforeAssign).On(RevokeBeforeAssign) {
+		t.Error("revoke-before-assign does not switch like the other rules")
+	}
+}
