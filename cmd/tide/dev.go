@@ -38,6 +38,7 @@ const (
 	devKafkaPortDefault      = 9092
 	devControllerPortDefault = 19092
 	devMetricsPortDefault    = 9644
+	devHTTPPortDefault       = 8090
 	// devReadyTimeout bounds the wait for every broker to register and be
 	// unfenced; a cluster that takes longer is broken, not slow.
 	devReadyTimeout = 60 * time.Second
@@ -63,9 +64,11 @@ type devOptions struct {
 	brokers        int
 	kafkaPort      int
 	controllerPort int
-	// metricsPort is broker 1's metrics port, the next brokers' after
-	// it; 0 picks free ones, -1 serves none.
+	// metricsPort and httpPort are broker 1's metrics and web console
+	// ports, the next brokers' after them; 0 picks free ones, -1 serves
+	// none.
 	metricsPort int
+	httpPort    int
 	dir         string
 	keep        bool
 	verbose     bool
@@ -105,7 +108,10 @@ has the records on its disk.
 
 Each broker serves Prometheus metrics on --metrics-port+i-1 (default 9644,
 http://127.0.0.1:9644/metrics for broker 1; docs/operations.md lists
-them); --metrics-port -1 serves none.
+them) and a web console on --http-port+i-1 (default 8090,
+http://127.0.0.1:8090/ for broker 1): brokers, topics, each partition's
+replicas and offsets drawn, live rates, the seed scenarios step by step.
+-1 serves none.
 
 The controller elects each partition's preferred replica back by itself
 (auto.leader.rebalance.enable, as tide serve), checking every 10 s rather
@@ -127,6 +133,7 @@ second Ctrl-C exits at once.`,
 	flags.IntVar(&options.kafkaPort, "kafka-port", devKafkaPortDefault, "broker 1's Kafka port, the next brokers' the ports after it; 0 picks free ports for every listener")
 	flags.IntVar(&options.controllerPort, "controller-port", devControllerPortDefault, "broker 1's controller listener port, the next brokers' the ports after it; 0 picks free ones")
 	flags.IntVar(&options.metricsPort, "metrics-port", devMetricsPortDefault, "broker 1's Prometheus metrics port (http://127.0.0.1:PORT/metrics), the next brokers' the ports after it; 0 picks free ones, -1 serves none")
+	flags.IntVar(&options.httpPort, "http-port", devHTTPPortDefault, "broker 1's web console port (http://127.0.0.1:PORT/), the next brokers' the ports after it; 0 picks free ones, -1 serves none")
 	flags.StringVar(&options.dir, "dir", "", "the data directory, created or reused (default: a new temporary directory)")
 	flags.BoolVar(&options.keep, "keep", false, "keep the temporary data directory on exit (a --dir is always kept)")
 	flags.BoolVar(&options.verbose, "verbose", false, "log at info level (default: warnings and errors only)")
@@ -176,29 +183,7 @@ func (o devOptions) validate() error {
 	if err := o.rebalance.validate(); err != nil {
 		return err
 	}
-	for _, port := range []struct {
-		flag  string
-		first int
-	}{{"--kafka-port", o.kafkaPort}, {"--controller-port", o.controllerPort}, {"--metrics-port", max(o.metricsPort, 0)}} {
-		if port.first < 0 || port.first+o.brokers-1 > 65535 {
-			return fmt.Errorf("%s %d: the ports of %d brokers must lie in 1..65535 (0 picks free ones)", port.flag, port.first, o.brokers)
-		}
-	}
-	if o.metricsPort < -1 {
-		return fmt.Errorf("--metrics-port %d: want a port, 0 for free ones or -1 for none", o.metricsPort)
-	}
-	ranges := []struct {
-		flag  string
-		first int
-	}{{"--kafka-port", o.kafkaPort}, {"--controller-port", o.controllerPort}, {"--metrics-port", o.metricsPort}}
-	for i, a := range ranges {
-		for _, b := range ranges[i+1:] {
-			if a.first > 0 && b.first > 0 && a.first < b.first+o.brokers && b.first < a.first+o.brokers {
-				return fmt.Errorf("%s %d and %s %d: the ranges of %d brokers overlap", a.flag, a.first, b.flag, b.first, o.brokers)
-			}
-		}
-	}
-	return nil
+	return o.validatePorts()
 }
 
 // runDev runs the cluster until ctx ends: it prints the layout, then
@@ -226,9 +211,7 @@ func runDev(ctx context.Context, options devOptions, out, errOut io.Writer) erro
 	layout.rebalance = options.rebalance
 	layout.removeOnExit = options.dir == "" && !options.keep
 	if layout.dir, err = devDataDir(options.dir); err != nil {
-		for _, l := range layout.listeners {
-			l.Close()
-		}
+		layout.closeListeners()
 		return err
 	}
 	nodes, err := layout.newNodes(devLogger(errOut, options.verbose))
@@ -286,9 +269,11 @@ type devLayout struct {
 	// listener addresses.
 	kafka      []string
 	controller []string
-	// metrics are each broker's metrics listener address, none when
-	// --metrics-port is -1.
-	metrics []string
+	// metrics and http are each broker's metrics and web console
+	// listener addresses, none when their port is -1; metricsListeners
+	// and httpListeners the bound listeners.
+	metrics, http                   []string
+	metricsListeners, httpListeners []net.Listener
 	// listeners are the bound listeners, Kafka's then the controllers',
 	// handed to the nodes so that no other process takes a port between
 	// the check and the start.
@@ -307,41 +292,6 @@ type devTopicDefaults struct {
 	autoCreate        bool
 	partitions        int
 	replicationFactor int
-}
-
-// planDev chooses the addresses and binds them all, so that a port in use
-// is one clear error before any node starts; the nodes serve these
-// listeners (free ports, 0, are those the system handed out).
-func planDev(options devOptions) (devLayout, error) {
-	layout := devLayout{topics: options.topics}
-	controllerPort, metricsPort := options.controllerPort, options.metricsPort
-	if options.kafkaPort == 0 {
-		controllerPort, metricsPort = 0, min(metricsPort, 0)
-	}
-	var wanted []string
-	for i := range options.brokers {
-		wanted = append(wanted, devAddress(options.kafkaPort, i))
-	}
-	for i := range options.brokers {
-		wanted = append(wanted, devAddress(controllerPort, i))
-	}
-	for i := range options.brokers {
-		if metricsPort >= 0 {
-			wanted = append(wanted, devAddress(metricsPort, i))
-		}
-	}
-	listeners, err := reserveAddresses(wanted)
-	if err != nil {
-		return devLayout{}, err
-	}
-	layout.listeners = listeners
-	bound := make([]string, len(listeners))
-	for i, l := range listeners {
-		bound[i] = l.Addr().String()
-	}
-	layout.kafka, layout.controller = bound[:options.brokers], bound[options.brokers:2*options.brokers]
-	layout.metrics = bound[2*options.brokers:]
-	return layout, nil
 }
 
 // devAddress is broker index's address in the range from first; a first
@@ -365,7 +315,7 @@ func reserveAddresses(addresses []string) ([]net.Listener, error) {
 				bound.Close()
 			}
 			if errors.Is(err, syscall.EADDRINUSE) {
-				return nil, fmt.Errorf("%s is in use (another tide dev or Kafka?); choose other ports with --kafka-port, --controller-port and --metrics-port, or 0 for free ones", address)
+				return nil, fmt.Errorf("%s is in use (another tide dev or Kafka?); choose other ports with --kafka-port, --controller-port, --metrics-port and --http-port, or 0 for free ones", address)
 			}
 			return nil, err
 		}
@@ -407,7 +357,10 @@ func (l devLayout) configs(logger *slog.Logger) []server.Config {
 			DefaultPartitions: l.topics.partitions, DefaultReplicationFactor: l.replicationFactor(),
 			DisableAutoCreateTopics: !l.topics.autoCreate, Logger: logger}
 		if len(l.metrics) > 0 {
-			configs[i].MetricsListen, configs[i].MetricsListener = l.metrics[i], l.listeners[2*l.brokers()+i]
+			configs[i].MetricsListen, configs[i].MetricsListener = l.metrics[i], l.metricsListeners[i]
+		}
+		if len(l.http) > 0 {
+			configs[i].HTTPListen, configs[i].HTTPListener = l.http[i], l.httpListeners[i]
 		}
 		l.rebalance.apply(&configs[i])
 	}
@@ -427,8 +380,10 @@ func (l devLayout) newNodes(logger *slog.Logger) ([]*server.Server, error) {
 			for _, later := range configs[i+1:] {
 				later.KafkaListener.Close()
 				later.ControllerListener.Close()
-				if later.MetricsListener != nil {
-					later.MetricsListener.Close()
+				for _, optional := range []net.Listener{later.MetricsListener, later.HTTPListener} {
+					if optional != nil {
+						optional.Close()
+					}
 				}
 			}
 			ended, cancel := context.WithCancel(context.Background())
@@ -453,11 +408,14 @@ func (l devLayout) printBanner(out io.Writer) {
 	}
 	fmt.Fprintf(out, "tide dev: %d brokers on 127.0.0.1; voters of the metadata quorum: %s\n", l.brokers(), strings.Join(voters, ", "))
 	for i := range l.brokers() {
-		metrics := ""
+		web := ""
 		if len(l.metrics) > 0 {
-			metrics = ", metrics http://" + l.metrics[i] + "/metrics"
+			web += ", metrics http://" + l.metrics[i] + "/metrics"
 		}
-		fmt.Fprintf(out, "  broker %d: kafka %s, controller %s%s\n", i+1, l.kafka[i], l.controller[i], metrics)
+		if len(l.http) > 0 {
+			web += ", console http://" + l.http[i] + "/"
+		}
+		fmt.Fprintf(out, "  broker %d: kafka %s, controller %s%s\n", i+1, l.kafka[i], l.controller[i], web)
 	}
 	fmt.Fprintf(out, "bootstrap: %s\n", l.kafka[0])
 	fmt.Fprintf(out, "default replication factor: %d\n", l.replicationFactor())

@@ -468,7 +468,7 @@ func waitProcess(t *testing.T, child *exec.Cmd, timeout time.Duration) error {
 // broker's partition count there.
 func checkDevMetrics(t *testing.T, banner string) {
 	t.Helper()
-	url := regexp.MustCompile(`metrics (http://\S+/metrics)\n`).FindStringSubmatch(banner)
+	url := regexp.MustCompile(`metrics (http://\S+/metrics)`).FindStringSubmatch(banner)
 	if url == nil {
 		t.Fatalf("no metrics URL in the banner:\n%s", banner)
 	}

@@ -30,6 +30,7 @@ type serveOptions struct {
 	kafkaListen     string
 	kafkaListeners  string
 	metricsListen   string
+	httpListen      string
 	dataDir         string
 	sessionTimeout  time.Duration
 	brokerHeartbeat time.Duration
@@ -108,6 +109,7 @@ Followers replicate from their leaders over the Kafka protocol
 	flags.StringVar(&options.kafkaListen, "kafka-listen", "", "the Kafka listener's host:port, where clients connect (default: this node's entry in --kafka-listeners)")
 	flags.StringVar(&options.kafkaListeners, "kafka-listeners", "", "every broker's Kafka address as clients reach it, id@host:port,... (default: just this node's)")
 	flags.StringVar(&options.metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://host:port/metrics (default: none; docs/operations.md lists them)")
+	flags.StringVar(&options.httpListen, "http-listen", "", "serve the web console at http://host:port/ (default: none)")
 	flags.StringVar(&options.dataDir, "data-dir", "", "where the metadata and partition logs live (log.dirs)")
 	flags.DurationVar(&options.sessionTimeout, "session-timeout", 9*time.Second, "a broker silent for longer is fenced (broker.session.timeout.ms)")
 	flags.DurationVar(&options.brokerHeartbeat, "heartbeat-interval", 500*time.Millisecond, "how often a broker heartbeats (broker.heartbeat.interval.ms)")
@@ -172,7 +174,7 @@ func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
 	}
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	config := server.Config{ID: metadata.BrokerID(o.id), Controllers: controllers, Listen: o.listen, DataDir: o.dataDir,
-		KafkaListen: o.kafkaListen, KafkaListeners: kafkaListeners, MetricsListen: o.metricsListen,
+		KafkaListen: o.kafkaListen, KafkaListeners: kafkaListeners, MetricsListen: o.metricsListen, HTTPListen: o.httpListen,
 		SessionTimeout: o.sessionTimeout, BrokerHeartbeat: o.brokerHeartbeat, ElectionTimeout: o.electionTimeout,
 		DefaultPartitions: o.defaultPartitions, DefaultReplicationFactor: o.defaultReplicationFactor, Logger: logger,
 		DisableAutoCreateTopics: !o.autoCreateTopics,
@@ -191,7 +193,7 @@ var propertyFlags = map[string]string{
 	"broker.session.timeout.ms": "session-timeout", "broker.heartbeat.interval.ms": "heartbeat-interval",
 	// Kafka's listeners name both the client and the controller listeners;
 	// tide keeps the Kafka listener apart under its own keys for now.
-	"tide.kafka.listen": "kafka-listen", "tide.kafka.listeners": "kafka-listeners", "tide.metrics.listen": "metrics-listen",
+	"tide.kafka.listen": "kafka-listen", "tide.kafka.listeners": "kafka-listeners", "tide.metrics.listen": "metrics-listen", "tide.http.listen": "http-listen",
 	"num.partitions": "num-partitions", "auto.create.topics.enable": "auto-create-topics", "default.replication.factor": "default-replication-factor",
 	"auto.leader.rebalance.enable":            "auto-leader-rebalance",
 	"leader.imbalance.check.interval.seconds": "leader-imbalance-check-interval",
@@ -251,6 +253,7 @@ func reread(flags *pflag.FlagSet, o serveOptions) serveOptions {
 	o.kafkaListen, _ = flags.GetString("kafka-listen")
 	o.kafkaListeners, _ = flags.GetString("kafka-listeners")
 	o.metricsListen, _ = flags.GetString("metrics-listen")
+	o.httpListen, _ = flags.GetString("http-listen")
 	o.dataDir, _ = flags.GetString("data-dir")
 	o.sessionTimeout, _ = flags.GetDuration("session-timeout")
 	o.brokerHeartbeat, _ = flags.GetDuration("heartbeat-interval")

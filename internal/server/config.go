@@ -73,6 +73,10 @@ type Config struct {
 	// already bound to it, as for the two above.
 	MetricsListen   string
 	MetricsListener net.Listener
+	// HTTPListen is the address to serve the web console on, or "" for
+	// none; HTTPListener, when set, is a listener already bound to it.
+	HTTPListen   string
+	HTTPListener net.Listener
 	// CopyFetches reads every fetched record into memory, as for records
 	// above the high watermark, instead of sending committed ones with
 	// sendfile: only to measure what sendfile saves.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,6 +38,15 @@ type nodeMetrics struct {
 	requestBytes   *prometheus.CounterVec
 	responseBytes  *prometheus.CounterVec
 	fsyncSeconds   prometheus.Histogram
+	// totals are running counts the console's rate charts sample, kept
+	// apart from the registry so reading them takes no gathering.
+	totals requestTotals
+}
+
+// requestTotals count produce and fetch requests and their bytes in and
+// out, and requests of any kind.
+type requestTotals struct {
+	produceRequests, produceBytes, fetchRequests, fetchBytes, requests, requestBytes atomic.Int64
 }
 
 // metricsSnapshotTimeout bounds how long a scrape waits for the node loop;
@@ -98,21 +108,39 @@ func (m *nodeMetrics) observeRequest(request []byte, answer func(wire.Response, 
 	name := apiName(request)
 	m.requests.WithLabelValues(name).Inc()
 	m.requestBytes.WithLabelValues(name).Add(float64(len(request)))
+	m.totals.requests.Add(1)
+	m.totals.requestBytes.Add(int64(len(request)))
+	if name == "Produce" {
+		m.totals.produceRequests.Add(1)
+		m.totals.produceBytes.Add(int64(len(request)))
+	}
 	started := time.Now()
 	return func(response wire.Response, err error) {
 		m.requestSeconds.WithLabelValues(name).Observe(time.Since(started).Seconds())
 		if err == nil {
-			m.responseBytes.WithLabelValues(name).Add(float64(response.Size()))
+			size := response.Size()
+			m.responseBytes.WithLabelValues(name).Add(float64(size))
+			if name == "Fetch" {
+				m.totals.fetchRequests.Add(1)
+				m.totals.fetchBytes.Add(size)
+			}
 		}
 		answer(response, err)
 	}
 }
 
-// serveMetrics serves /metrics on the listener until ctx ends.
-func (m *nodeMetrics) serveMetrics(ctx context.Context, listener net.Listener) {
+// handler serves /metrics.
+func (m *nodeMetrics) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	return mux
+}
+
+// serveHTTP serves handler on the listener until ctx ends, with bounded
+// header reads and writes: a client that trickles cannot hold a
+// connection for ever.
+func serveHTTP(ctx context.Context, listener net.Listener, handler http.Handler) {
+	server := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
 	go func() {
 		<-ctx.Done()
 		server.Close()
@@ -177,17 +205,28 @@ func partitionLabel(partition int32) string { return strconv.Itoa(int(partition)
 // openMetrics binds the metrics listener, when one is asked for, and times
 // every fsync of the node's files. It runs before any file is opened.
 func (s *Server) openMetrics() error {
-	if s.config.MetricsListen == "" && s.config.MetricsListener == nil {
+	metricsAsked := s.config.MetricsListen != "" || s.config.MetricsListener != nil
+	consoleAsked := s.config.HTTPListen != "" || s.config.HTTPListener != nil
+	if !metricsAsked && !consoleAsked {
 		return nil
 	}
-	listener := s.config.MetricsListener
-	if listener == nil {
-		var err error
-		if listener, err = net.Listen("tcp", s.config.MetricsListen); err != nil {
-			return fmt.Errorf("metrics listener: %w", err)
+	var err error
+	if metricsAsked {
+		if s.metricsListener, err = listen(s.config.MetricsListener, s.config.MetricsListen, "metrics"); err != nil {
+			return err
 		}
 	}
-	s.metricsListener, s.metrics = listener, newNodeMetrics(s)
+	if consoleAsked {
+		if s.consoleListener, err = listen(s.config.HTTPListener, s.config.HTTPListen, "http"); err != nil {
+			if s.metricsListener != nil {
+				s.metricsListener.Close()
+			}
+			return err
+		}
+	}
+	// The console's rate charts read the request counters, so a console
+	// without a metrics listener still keeps them.
+	s.metrics = newNodeMetrics(s)
 	s.fs = timedSyncFS{FS: s.fs, observe: s.metrics.fsyncSeconds.Observe}
 	return nil
 }
@@ -198,4 +237,16 @@ func (s *Server) MetricsAddr() string {
 		return ""
 	}
 	return s.metricsListener.Addr().String()
+}
+
+// listen is the listener handed in, or a new one bound to address.
+func listen(given net.Listener, address, what string) (net.Listener, error) {
+	if given != nil {
+		return given, nil
+	}
+	listener, err := net.Listen("tcp", address)
+	if err != nil {
+		return nil, fmt.Errorf("%s listener: %w", what, err)
+	}
+	return listener, nil
 }

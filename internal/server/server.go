@@ -59,6 +59,7 @@ type Server struct {
 	// (Config.MetricsListen): unserved, they cost the hot path nothing.
 	metrics         *nodeMetrics
 	metricsListener net.Listener
+	consoleListener net.Listener
 	// fatal is the first error of a core (a metadata record that does not
 	// apply): the node stops.
 	fatal error
@@ -104,7 +105,7 @@ func New(config Config) (s *Server, err error) {
 		// Listeners handed in are the node's from here on, even when it
 		// does not start.
 		if err != nil {
-			for _, l := range []net.Listener{config.ControllerListener, config.KafkaListener, config.MetricsListener} {
+			for _, l := range []net.Listener{config.ControllerListener, config.KafkaListener, config.MetricsListener, config.HTTPListener} {
 				if l != nil {
 					l.Close()
 				}
@@ -197,10 +198,13 @@ func (s *Server) Run(ctx context.Context) error {
 	for _, l := range s.links {
 		go l.dialLoop(loopCtx)
 	}
-	if s.metrics != nil {
-		go s.metrics.serveMetrics(loopCtx, s.metricsListener)
+	if s.metricsListener != nil {
+		go serveHTTP(loopCtx, s.metricsListener, s.metrics.handler())
 	}
-	s.log.Info("serving", "listen", s.Addr(), "kafka", s.KafkaAddr(), "metrics", s.MetricsAddr(), "controllers", fmt.Sprint(s.config.Controllers), "data", s.config.DataDir)
+	if s.consoleListener != nil {
+		go serveHTTP(loopCtx, s.consoleListener, s.consoleHandler(loopCtx))
+	}
+	s.log.Info("serving", "listen", s.Addr(), "kafka", s.KafkaAddr(), "metrics", s.MetricsAddr(), "http", s.HTTPAddr(), "controllers", fmt.Sprint(s.config.Controllers), "data", s.config.DataDir)
 	err := s.loop(ctx)
 	cancel()
 	close(s.stopped)

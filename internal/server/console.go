@@ -1,0 +1,147 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tidelog/tide/internal/commitlog"
+	"github.com/tidelog/tide/internal/console"
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/replica"
+)
+
+// consoleRateSamples is how many seconds of rates the console keeps.
+const consoleRateSamples = 120
+
+// HTTPAddr is the web console's address, or "" without one.
+func (s *Server) HTTPAddr() string {
+	if s.consoleListener == nil {
+		return ""
+	}
+	return s.consoleListener.Addr().String()
+}
+
+// consoleHandler is the web console over this node, with a sampler of its
+// request rates that runs until ctx ends.
+func (s *Server) consoleHandler(ctx context.Context) http.Handler {
+	source := &consoleSource{server: s}
+	go source.sample(ctx)
+	return console.Handler(source, int32(s.config.ID))
+}
+
+// consoleSource is console.Source over a running node.
+type consoleSource struct {
+	server *Server
+	mu     sync.Mutex
+	rates  []console.RateSample
+}
+
+func (c *consoleSource) Snapshot() (console.Snapshot, bool) {
+	var snapshot console.Snapshot
+	ok := c.server.onLoop(func() { snapshot = c.server.consoleSnapshot() }, metricsSnapshotTimeout)
+	return snapshot, ok
+}
+
+func (c *consoleSource) Rates() []console.RateSample {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.rates)
+}
+
+// sample turns the request totals into per-second rates, once a second.
+func (c *consoleSource) sample(ctx context.Context) {
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	totals := &c.server.metrics.totals
+	read := func() [6]int64 {
+		return [6]int64{totals.produceRequests.Load(), totals.produceBytes.Load(), totals.fetchRequests.Load(),
+			totals.fetchBytes.Load(), totals.requests.Load(), totals.requestBytes.Load()}
+	}
+	last := read()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-ticker.C:
+			current := read()
+			sample := console.RateSample{At: now, ProduceRequests: float64(current[0] - last[0]), ProduceBytes: float64(current[1] - last[1]),
+				FetchRequests: float64(current[2] - last[2]), FetchBytes: float64(current[3] - last[3]),
+				RequestsOfAnyKind: float64(current[4] - last[4]), RequestsOfAnyBytes: float64(current[5] - last[5])}
+			last = current
+			c.mu.Lock()
+			c.rates = append(c.rates, sample)
+			if len(c.rates) > consoleRateSamples {
+				c.rates = slices.Delete(c.rates, 0, len(c.rates)-consoleRateSamples)
+			}
+			c.mu.Unlock()
+		}
+	}
+}
+
+// consoleSnapshot reads the node for the console; it runs on the node loop.
+func (s *Server) consoleSnapshot() console.Snapshot {
+	snapshot := console.Snapshot{NodeID: int32(s.config.ID), Voter: s.quorum != nil, Leader: -1, MetadataOffset: -1}
+	if s.quorum != nil {
+		snapshot.Active, snapshot.Term, snapshot.Leader = s.quorum.Active(), s.quorum.Term(), int32(s.quorum.Leader())
+	}
+	node := s.lifecycle.Node()
+	if node == nil {
+		return snapshot
+	}
+	img := node.Image()
+	snapshot.MetadataOffset = img.Offset()
+	for _, b := range img.Brokers() {
+		snapshot.Brokers = append(snapshot.Brokers, console.Broker{ID: int32(b.ID), Epoch: int64(b.Epoch), Endpoint: img.Endpoint(b.ID),
+			Fenced: b.Fenced, ShuttingDown: b.ShuttingDown})
+	}
+	partitions := map[string][]metadata.PartitionState{}
+	for _, p := range img.Partitions() {
+		partitions[p.Topic] = append(partitions[p.Topic], p)
+	}
+	for _, name := range img.Topics() {
+		topic := console.Topic{Name: name}
+		if id, ok := img.TopicID(name); ok {
+			topic.ID = id.String()
+		}
+		states := partitions[name]
+		slices.SortFunc(states, func(a, b metadata.PartitionState) int { return int(a.Partition - b.Partition) })
+		for _, state := range states {
+			topic.Partitions = append(topic.Partitions, consolePartition(node.Replica, state))
+		}
+		snapshot.Topics = append(snapshot.Topics, topic)
+	}
+	return snapshot
+}
+
+// consolePartition is one partition as the metadata has it, with this
+// node's replica's offsets and, on the leader, its followers'.
+func consolePartition(lookup func(metadata.TopicPartition) (*replica.Replica, *commitlog.Log, bool), state metadata.PartitionState) console.Partition {
+	partition := console.Partition{Number: state.Partition, Leader: int32(state.Leader), LeaderEpoch: int32(state.LeaderEpoch),
+		PartitionEpoch: int32(state.PartitionEpoch), Replicas: brokerIDs(state.Replicas), ISR: brokerIDs(state.ISR), ELR: brokerIDs(state.ELR)}
+	r, _, ok := lookup(state.TopicPartition)
+	if !ok {
+		return partition
+	}
+	partition.Local = &console.ReplicaOffsets{Role: r.Role().String(), LogStart: int64(r.LogStartOffset()),
+		HighWatermark: int64(r.HighWatermark()), LogEnd: int64(r.LogEndOffset())}
+	if r.Role() == replica.Leader {
+		partition.Followers = map[int32]int64{}
+		for _, id := range state.Replicas {
+			if end, known := r.FollowerLogEndOffset(id); known {
+				partition.Followers[int32(id)] = int64(end)
+			}
+		}
+	}
+	return partition
+}
+
+func brokerIDs(ids []metadata.BrokerID) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}
