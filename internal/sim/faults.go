@@ -103,7 +103,7 @@ func (w *world) failoverChain() {
 	}
 	w.stats.failoverChains++
 	w.trace("failover chain on %s: b%d, then leader b%d, then the next leader", state.TopicPartition, follower, state.Leader)
-	if w.random.IntN(2) == 0 {
+	if w.random.IntN(2) == 0 && !w.shape.withoutDiskReplacement {
 		w.replaceDataDisk(w.broker(follower)) // it comes back as a new, empty replica
 	} else {
 		w.crash(w.broker(follower), false)
@@ -242,7 +242,9 @@ func (w *world) partition() {
 	case 0: // blackhole a machine: everything it sends or is sent is
 		// dropped, clients' packets too, and every connection stays open
 		until := w.now + 20 + r.Int64N(400)
-		w.blackhole(a, until)
+		if !w.shape.withoutBlackhole {
+			w.blackhole(a, until)
+		}
 		return
 	case 1: // two brokers cannot talk, both ways
 		b := w.brokers[r.IntN(len(w.brokers))]

@@ -124,7 +124,8 @@ func (n *network) send(m *message) {
 		n.w.stats.messagesLost++
 		return // blackholed: the connection, if any, stays open
 	}
-	if n.w.random.Float64() < n.w.shape.messageLossRate && n.w.now >= n.w.options.FaultsFrom {
+	lose := n.w.random.Float64() < n.w.shape.messageLossRate && n.w.now >= n.w.options.FaultsFrom
+	if lose && !(m.kafka != nil && n.w.shape.withoutConnectionReset) {
 		n.w.stats.messagesLost++
 		if m.kafka != nil {
 			// TCP does not lose a packet silently: a lost one on a live

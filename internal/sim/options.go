@@ -97,6 +97,12 @@ type shape struct {
 	// syncRate is the chance per tick that a broker's slow disk completes
 	// the syncs asked of it; 1 is a fast disk.
 	syncRate float64
+	// withoutConnectionReset, withoutBlackhole and withoutDiskReplacement
+	// switch off the parts of message-loss, partition and failover-chain
+	// that the summary counts apart (FaultConnectionReset and the others).
+	// Each fault still draws its random numbers, so the rest of the run's
+	// draws stay the seed's.
+	withoutConnectionReset, withoutBlackhole, withoutDiskReplacement bool
 	// compaction says whether the workload topic is compacted (compaction.go).
 	compaction compactionShape
 }

@@ -31,12 +31,21 @@ const (
 	FaultControllerPartition = FaultKind("controller-partition")
 	// FaultFailoverChain is KAFKA-7128's composed fault (failoverChain).
 	FaultFailoverChain = FaultKind("failover-chain")
+	// Three kinds are parts of the ones above, counted apart in a run's
+	// summary and switched off apart: a lost packet on a Kafka connection
+	// resets it (message-loss's part on Kafka connections); a blackholed
+	// machine (partition's silent kind); a replaced data disk (a failover
+	// chain's first fault, which then crashes the broker instead).
+	FaultConnectionReset = FaultKind("connection-reset")
+	FaultBlackhole       = FaultKind("blackhole")
+	FaultDiskReplacement = FaultKind("disk-replacement")
 )
 
 // FaultKinds returns every kind, in Shrink's order.
 func FaultKinds() []FaultKind {
-	return []FaultKind{FaultMessageLoss, FaultDelay, FaultSlowDisk, FaultPartition, FaultPause, FaultZombie,
-		FaultPreferred, FaultShutdown, FaultFailoverChain, FaultControllerPartition, FaultControllerPause, FaultControllerCrash, FaultPowerLoss, FaultCrash}
+	return []FaultKind{FaultMessageLoss, FaultConnectionReset, FaultDelay, FaultSlowDisk, FaultPartition, FaultBlackhole, FaultPause, FaultZombie,
+		FaultPreferred, FaultShutdown, FaultFailoverChain, FaultDiskReplacement, FaultControllerPartition, FaultControllerPause, FaultControllerCrash,
+		FaultPowerLoss, FaultCrash}
 }
 
 // ParseFaultKinds parses fault kind names, for the command line.
@@ -94,6 +103,12 @@ func (s shape) without(kinds []FaultKind) shape {
 			s.controllerPartitionRate = 0
 		case FaultFailoverChain:
 			s.failoverChainRate = 0
+		case FaultConnectionReset:
+			s.withoutConnectionReset = true
+		case FaultBlackhole:
+			s.withoutBlackhole = true
+		case FaultDiskReplacement:
+			s.withoutDiskReplacement = true
 		}
 	}
 	return s
