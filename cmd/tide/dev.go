@@ -72,6 +72,8 @@ type devOptions struct {
 	dir         string
 	keep        bool
 	verbose     bool
+	logLevel    string
+	logFormat   string
 	topics      devTopicDefaults
 	rebalance   rebalanceOptions
 	// brokersGiven says --brokers was on the command line: a restart from
@@ -136,7 +138,9 @@ second Ctrl-C exits at once.`,
 	flags.IntVar(&options.httpPort, "http-port", devHTTPPortDefault, "broker 1's web console port (http://127.0.0.1:PORT/), the next brokers' the ports after it; 0 picks free ones, -1 serves none")
 	flags.StringVar(&options.dir, "dir", "", "the data directory, created or reused (default: a new temporary directory)")
 	flags.BoolVar(&options.keep, "keep", false, "keep the temporary data directory on exit (a --dir is always kept)")
-	flags.BoolVar(&options.verbose, "verbose", false, "log at info level (default: warnings and errors only)")
+	flags.BoolVar(&options.verbose, "verbose", false, "log at info level: elections, ISR changes, fencing, truncations (--log-level info)")
+	flags.StringVar(&options.logLevel, "log-level", "warn", "debug, info, warn or error")
+	flags.StringVar(&options.logFormat, "log-format", "text", "text or json")
 	flags.BoolVar(&options.topics.autoCreate, "auto-create-topics", true,
 		"create a topic a client's Metadata request names when it does not exist (auto.create.topics.enable)")
 	flags.IntVar(&options.topics.partitions, "num-partitions", 1, "partitions of a topic created without a count (num.partitions)")
@@ -214,7 +218,12 @@ func runDev(ctx context.Context, options devOptions, out, errOut io.Writer) erro
 		layout.closeListeners()
 		return err
 	}
-	nodes, err := layout.newNodes(devLogger(errOut, options.verbose))
+	logger, err := devLogger(errOut, options)
+	if err != nil {
+		layout.closeListeners()
+		return err
+	}
+	nodes, err := layout.newNodes(logger)
 	if err != nil {
 		return err
 	}
@@ -250,12 +259,12 @@ func devDataDir(dir string) (string, error) {
 	return dir, nil
 }
 
-func devLogger(errOut io.Writer, verbose bool) *slog.Logger {
-	level := slog.LevelWarn
-	if verbose {
-		level = slog.LevelInfo
+func devLogger(errOut io.Writer, options devOptions) (*slog.Logger, error) {
+	level := options.logLevel
+	if options.verbose {
+		level = "info"
 	}
-	return slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
+	return newLogger(errOut, level, options.logFormat)
 }
 
 // devLayout is where a dev cluster's brokers listen and keep their data.

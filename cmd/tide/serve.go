@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"os"
 	"os/signal"
@@ -42,6 +41,7 @@ type serveOptions struct {
 	// autoCreateTopics is auto.create.topics.enable.
 	autoCreateTopics bool
 	logLevel         string
+	logFormat        string
 	sendfile         bool
 	// rebalance is auto.leader.rebalance.enable and its settings.
 	rebalance rebalanceOptions
@@ -120,7 +120,8 @@ Followers replicate from their leaders over the Kafka protocol
 	flags.BoolVar(&options.autoCreateTopics, "auto-create-topics", true,
 		"create a topic a client's Metadata request names when it does not exist, with --num-partitions and --default-replication-factor (auto.create.topics.enable)")
 	flags.IntVar(&options.defaultReplicationFactor, "default-replication-factor", 1, "replicas of a topic created without a factor (default.replication.factor)")
-	flags.StringVar(&options.logLevel, "log-level", "info", "debug, info, warn or error")
+	flags.StringVar(&options.logLevel, "log-level", "info", "debug, info (elections, ISR changes, fencing, truncations), warn or error")
+	flags.StringVar(&options.logFormat, "log-format", "text", "text or json")
 	flags.BoolVar(&options.sendfile, "sendfile", true, "send committed records to fetchers with sendfile (false reads them into memory, to measure the difference)")
 	registerRebalanceFlags(flags, &options.rebalance, server.DefaultLeaderImbalanceCheckInterval)
 	registerLimitFlags(flags, &options.limits)
@@ -155,9 +156,9 @@ func runServe(cmd *cobra.Command, options serveOptions) error {
 }
 
 func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return server.Config{}, fmt.Errorf("--log-level %q: want debug, info, warn or error", o.logLevel)
+	logger, err := newLogger(cmd.ErrOrStderr(), o.logLevel, o.logFormat)
+	if err != nil {
+		return server.Config{}, err
 	}
 	if o.controllers == "" {
 		return server.Config{}, errors.New("--controllers is required (id@host:port,...)")
@@ -172,7 +173,6 @@ func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
 			return server.Config{}, fmt.Errorf("--kafka-listeners: %w", err)
 		}
 	}
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	config := server.Config{ID: metadata.BrokerID(o.id), Controllers: controllers, Listen: o.listen, DataDir: o.dataDir,
 		KafkaListen: o.kafkaListen, KafkaListeners: kafkaListeners, MetricsListen: o.metricsListen, HTTPListen: o.httpListen,
 		SessionTimeout: o.sessionTimeout, BrokerHeartbeat: o.brokerHeartbeat, ElectionTimeout: o.electionTimeout,
@@ -262,6 +262,7 @@ func reread(flags *pflag.FlagSet, o serveOptions) serveOptions {
 	o.autoCreateTopics, _ = flags.GetBool("auto-create-topics")
 	o.defaultReplicationFactor, _ = flags.GetInt("default-replication-factor")
 	o.logLevel, _ = flags.GetString("log-level")
+	o.logFormat, _ = flags.GetString("log-format")
 	o.sendfile, _ = flags.GetBool("sendfile")
 	o.rebalance = rereadRebalance(flags)
 	o.limits = rereadLimits(flags)

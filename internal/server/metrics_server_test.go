@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +90,39 @@ func TestMetricsFollowTheCluster(t *testing.T) {
 	waitForValue(t, "under-replicated partitions 1 after the follower was killed", underReplicated, 1)
 	c.start(follower)
 	waitForValue(t, "under-replicated partitions 0 after the follower returned", underReplicated, 0)
+	checkEventsLogged(t, c, follower)
+}
+
+// checkEventsLogged: the nodes' logs tell at info what happened, with
+// reasons (issue 16, item 2): the topic created, the killed follower
+// fenced and out of the ISR, then back in; and no line per request.
+func checkEventsLogged(t *testing.T, c *processCluster, follower metadata.BrokerID) {
+	t.Helper()
+	var logs strings.Builder
+	for id := range c.dirs {
+		text, err := os.ReadFile(c.dirs[id] + ".log")
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs.Write(text)
+	}
+	all := logs.String()
+	// Each line: the message, then the node, then the event's attributes.
+	for _, want := range []string{
+		`msg="topic created" node=\d+ topic=watched`,
+		fmt.Sprintf(`msg="broker fenced" node=\d+ broker=%d reason="it missed its session`, follower),
+		fmt.Sprintf(`msg="ISR shrank" node=\d+ partition=watched-0 isr=("[^"]*"|\S+) removed=\[%d\] reason="broker %d fenced"`, follower, follower),
+		fmt.Sprintf(`msg="ISR expanded: a follower caught up" node=\d+ partition=watched-0 isr=.* added=\[%d\]`, follower),
+		`msg="this node is the active controller"`,
+	} {
+		if !regexp.MustCompile(want).MatchString(all) {
+			t.Errorf("the logs lack %q:\n%s", want, all)
+		}
+	}
+	// 50 produce requests and hundreds of fetches: none is a line at info.
+	if lines := strings.Count(all, "\n"); lines > 150 {
+		t.Errorf("%d log lines at info for a short run: a line per request?\n%s", lines, all)
+	}
 }
 
 // metricsLeaderOf finds the broker whose metrics say it leads partition 0.

@@ -60,6 +60,14 @@ type Server struct {
 	metrics         *nodeMetrics
 	metricsListener net.Listener
 	consoleListener net.Listener
+	// narrator tells the committed metadata in the log while this node is
+	// the active controller (narrateMetadata), from narratedOffset on;
+	// knownController is the active controller last logged, and
+	// observedNode the broker whose replicas observeReplicas watches.
+	narrator        *metadata.Narrator
+	narratedOffset  int64
+	knownController metadata.BrokerID
+	observedNode    *broker.Node
 	// fatal is the first error of a core (a metadata record that does not
 	// apply): the node stops.
 	fatal error
@@ -447,6 +455,8 @@ func (s *Server) flush() error {
 			return err
 		}
 	}
+	s.narrateMetadata()
+	s.observeReplicas()
 	return s.fatal
 }
 
