@@ -28,6 +28,7 @@ var pure = []string{
 	"internal/codec",
 	"internal/producer",
 	"internal/logconfig",
+	"internal/group",
 }
 
 // runtimeFree are the packages between the runtimes and the pure cores:
@@ -69,7 +70,12 @@ var forbidden = []string{"net", "os", "math/rand", "math/rand/v2", "sync", "sync
 // clock. zstd and lz4 can decode on goroutines of their own; record sets
 // both to concurrency 1, with which they decode synchronously in the caller
 // (zstd's sync stream decoder, lz4's non-concurrent reader).
+//
+// franz-go's kmsg and kbin encode and decode Kafka messages in memory; the
+// group coordinator takes requests and gives answers as kmsg values and
+// writes __consumer_offsets records in kmsg's encodings.
 var allowedExternal = []string{"github.com/twmb/franz-go/pkg/kerr",
+	"github.com/twmb/franz-go/pkg/kmsg", "github.com/twmb/franz-go/pkg/kbin",
 	"go.etcd.io/raft/v3", "go.etcd.io/raft/v3/raftpb", "google.golang.org/protobuf/proto",
 	"github.com/klauspost/compress/zstd", "github.com/klauspost/compress/s2", "github.com/pierrec/lz4/v4"}
 

@@ -1,0 +1,385 @@
+package group
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tidelog/tide/internal/rules"
+)
+
+// RequestID is the host's handle for one request; the coordinator hands it
+// back with the request's answer.
+type RequestID uint64
+
+// AppendID names one Append until the host reports it with AppendDone.
+type AppendID uint64
+
+// Record is one __consumer_offsets record: key and value in Kafka's
+// formats (records.go). A nil Value is a tombstone.
+type Record struct{ Key, Value []byte }
+
+// Append is records the host writes to the coordinator's partition as ONE
+// batch, with acks=all, and reports with AppendDone once the high
+// watermark has passed it (or the write failed).
+type Append struct {
+	ID      AppendID
+	Records []Record
+}
+
+// Answer is the response to one request, at the request's version.
+type Answer struct {
+	Request  RequestID
+	Response kmsg.Response
+}
+
+// Ready is what the coordinator has for the host: appends to write, in
+// order, and answers to send. Answers to OffsetCommit and SyncGroup are
+// only ever here after AppendDone reported their records committed (rule
+// answer-after-commit).
+type Ready struct {
+	Appends []Append
+	Answers []Answer
+}
+
+// Client is who sent a request, from its header and connection: kept with
+// a member (DescribeGroups shows it) and used in new member ids, as Kafka
+// does.
+type Client struct {
+	ID   string
+	Host string
+}
+
+// phase is where a coordinator is in its life.
+type phase int8
+
+const (
+	// loading: replaying committed records; requests get
+	// COORDINATOR_LOAD_IN_PROGRESS.
+	loading phase = iota
+	// serving: FinishLoad was called.
+	serving
+	// unloaded: the partition's leadership is gone; requests get
+	// NOT_COORDINATOR.
+	unloaded
+)
+
+// pendingAppend is an Append handed out and not yet reported.
+type pendingAppend struct {
+	records []Record
+	// appliedEarly is set when rule answer-after-commit is off: the records
+	// were applied and their requests answered before the write was known
+	// to be committed.
+	appliedEarly bool
+	// done runs when the append is reported, with 0 when it is committed
+	// and otherwise the error to answer (mapped as Kafka maps append
+	// errors).
+	done func(errorCode int16)
+}
+
+// Coordinator is the classic group coordinator of one __consumer_offsets
+// partition that this broker leads: the groups that hash to it
+// (PartitionFor) and their committed offsets.
+//
+// It keeps two views. The durable view (durable) holds what the partition's
+// committed records say: it is built only by applying records, on Load and
+// when AppendDone reports a write committed, so a coordinator that loads
+// the log reaches the same view (the replay property in the tests).
+// OffsetFetch answers from it. The live view (groups) holds membership,
+// rebalances and timers, which Kafka does not persist beyond the group
+// metadata record.
+//
+// It does no I/O and reads no clock: time comes in as nowMs on every call.
+type Coordinator struct {
+	config    Config
+	partition int32
+	phase     phase
+	nowMs     int64
+
+	durable map[string]*durableGroup
+	groups  map[string]*group
+
+	nextAppend   AppendID
+	pending      map[AppendID]*pendingAppend
+	ready        Ready
+	parked       int
+	stableWaits  []stableFetch
+	loadedOffset int64
+
+	// incarnation and memberCounter make member ids unique across
+	// coordinators of the partition (see newMemberID).
+	incarnation   uint64
+	memberCounter uint64
+
+	nextExpiryCheckMs int64
+}
+
+// durableGroup is one group as the committed records describe it.
+type durableGroup struct {
+	metadata *groupMetadata
+	offsets  map[topicPartition]committedOffset
+}
+
+// NewCoordinator returns a coordinator for partition, loading: feed it the
+// committed records with Load, then call FinishLoad. It panics on a
+// configuration Validate rejects, a programming error of its host.
+func NewCoordinator(config Config, partition int32) *Coordinator {
+	if err := config.Validate(); err != nil {
+		panic(err)
+	}
+	return &Coordinator{config: config, partition: partition, durable: map[string]*durableGroup{}, groups: map[string]*group{},
+		pending: map[AppendID]*pendingAppend{}, loadedOffset: -1}
+}
+
+// Load applies one committed record, read from the partition in log order.
+// The host passes only records below the high watermark (rule
+// load-committed-only): a record above it may still be truncated, and a
+// coordinator that served it would answer from state the log then loses.
+// A record it cannot decode is an error; the host decides whether to skip
+// it (Kafka logs and skips unknown types, which decode as skipped here).
+func (c *Coordinator) Load(offset int64, record Record) error {
+	if c.phase != loading {
+		return fmt.Errorf("group: Load at offset %d after FinishLoad", offset)
+	}
+	if offset <= c.loadedOffset {
+		return fmt.Errorf("group: Load at offset %d after offset %d", offset, c.loadedOffset)
+	}
+	c.loadedOffset = offset
+	decoded, err := decodeRecord(record)
+	if err != nil {
+		return err
+	}
+	c.apply(decoded)
+	return nil
+}
+
+// FinishLoad ends the replay: each loaded group becomes live (Stable with
+// its members, or Empty), every member's session starts now, and the
+// coordinator serves.
+func (c *Coordinator) FinishLoad(nowMs int64) {
+	if c.phase != loading {
+		return
+	}
+	c.phase = serving
+	c.nowMs = nowMs
+	c.incarnation = uint64(nowMs)<<20 ^ uint64(c.loadedOffset+1)
+	c.nextExpiryCheckMs = nowMs + c.config.OffsetsRetentionCheckIntervalMs
+	for _, id := range sortedKeys(c.durable) {
+		c.groups[id] = groupFromDurable(id, c.durable[id], c.config, nowMs)
+	}
+}
+
+// Unload ends the coordinator when the broker loses the partition's
+// leadership: every parked request and every request waiting on an append
+// is answered NOT_COORDINATOR, and later requests get the same, so clients
+// look the coordinator up again.
+func (c *Coordinator) Unload() {
+	if c.phase == unloaded {
+		return
+	}
+	c.phase = unloaded
+	for _, id := range sortedAppendIDs(c.pending) {
+		write := c.pending[id]
+		delete(c.pending, id)
+		if !write.appliedEarly {
+			write.done(int16(kerr.NotCoordinator.Code))
+		}
+	}
+	for _, id := range sortedKeys(c.groups) {
+		c.groups[id].answerParked(c, int16(kerr.NotCoordinator.Code))
+	}
+	for _, wait := range c.stableWaits {
+		c.answer(wait.request, errorResponse(wait.fetch, int16(kerr.NotCoordinator.Code)))
+	}
+	c.stableWaits = nil
+	c.parked = 0
+}
+
+// Ready drains what the coordinator has for the host.
+func (c *Coordinator) Ready() Ready {
+	ready := c.ready
+	c.ready = Ready{}
+	return ready
+}
+
+// AppendDone reports an Append: errorCode 0 when the high watermark has
+// passed all of its records, otherwise the produce error. Appends must be
+// reported committed in the order they were handed out.
+func (c *Coordinator) AppendDone(id AppendID, errorCode int16) {
+	write, ok := c.pending[id]
+	if !ok {
+		return
+	}
+	delete(c.pending, id)
+	if !write.appliedEarly {
+		if errorCode == 0 {
+			c.applyRecords(write.records)
+			write.done(0)
+		} else {
+			write.done(appendErrorToResponse(errorCode))
+		}
+	}
+	c.answerStableFetches()
+}
+
+// Handle takes one request from an unknown client; see HandleFrom.
+func (c *Coordinator) Handle(nowMs int64, id RequestID, request kmsg.Request) {
+	c.HandleFrom(nowMs, id, Client{}, request)
+}
+
+// HandleFrom takes one request for groups of this partition (the host
+// splits requests naming groups of several partitions and merges the
+// answers). Its answer comes out of Ready, now or later.
+func (c *Coordinator) HandleFrom(nowMs int64, id RequestID, client Client, request kmsg.Request) {
+	if nowMs > c.nowMs {
+		c.nowMs = nowMs
+	}
+	switch c.phase {
+	case loading:
+		c.answer(id, errorResponse(request, int16(kerr.CoordinatorLoadInProgress.Code)))
+		return
+	case unloaded:
+		c.answer(id, errorResponse(request, int16(kerr.NotCoordinator.Code)))
+		return
+	}
+	switch request := request.(type) {
+	case *kmsg.OffsetCommitRequest:
+		c.handleOffsetCommit(id, request)
+	case *kmsg.OffsetFetchRequest:
+		c.handleOffsetFetch(id, request)
+	case *kmsg.DescribeGroupsRequest:
+		c.handleDescribeGroups(id, request)
+	case *kmsg.ListGroupsRequest:
+		c.handleListGroups(id, request)
+	case *kmsg.JoinGroupRequest:
+		c.handleJoinGroup(id, client, request)
+	case *kmsg.SyncGroupRequest:
+		c.handleSyncGroup(id, request)
+	case *kmsg.HeartbeatRequest:
+		c.handleHeartbeat(id, request)
+	case *kmsg.LeaveGroupRequest:
+		c.handleLeaveGroup(id, request)
+	case *kmsg.DeleteGroupsRequest:
+		c.handleDeleteGroups(id, request)
+	case *kmsg.OffsetDeleteRequest:
+		c.handleOffsetDelete(id, request)
+	default:
+		c.answer(id, errorResponse(request, int16(kerr.InvalidRequest.Code)))
+	}
+}
+
+// Tick runs the timers due by nowMs: sessions, join and sync phases, the
+// initial rebalance delay, and the periodic expiry of offsets.
+func (c *Coordinator) Tick(nowMs int64) {
+	if c.phase != serving {
+		return
+	}
+	if nowMs > c.nowMs {
+		c.nowMs = nowMs
+	}
+	for _, id := range sortedKeys(c.groups) {
+		if group, ok := c.groups[id]; ok {
+			group.tick(c)
+		}
+	}
+	if c.nowMs >= c.nextExpiryCheckMs {
+		c.nextExpiryCheckMs = c.nowMs + c.config.OffsetsRetentionCheckIntervalMs
+		c.expireOffsets()
+	}
+}
+
+// answer queues a response, at the request's version.
+func (c *Coordinator) answer(id RequestID, response kmsg.Response) {
+	c.ready.Answers = append(c.ready.Answers, Answer{Request: id, Response: response})
+}
+
+// write hands records out as one append; done runs once the host reports
+// it. With rule answer-after-commit off (the simulator's legacy switch),
+// the records are applied and done runs at once, before anything is known
+// to be committed: the failure the rule prevents.
+func (c *Coordinator) write(records []Record, done func(errorCode int16)) {
+	c.nextAppend++
+	id := c.nextAppend
+	c.ready.Appends = append(c.ready.Appends, Append{ID: id, Records: records})
+	pending := &pendingAppend{records: records, done: done}
+	c.pending[id] = pending
+	if !c.config.Rules.On(rules.AnswerAfterCommit) {
+		pending.appliedEarly = true
+		c.applyRecords(records)
+		done(0)
+	}
+}
+
+// canWrite reports whether another append fits under MaxPendingAppends.
+func (c *Coordinator) canWrite() bool { return len(c.pending) < c.config.MaxPendingAppends }
+
+// applyRecords applies records this coordinator wrote to the durable view.
+func (c *Coordinator) applyRecords(records []Record) {
+	for _, record := range records {
+		decoded, err := decodeRecord(record)
+		if err != nil {
+			panic(fmt.Sprintf("group: a record this coordinator wrote does not decode: %v", err))
+		}
+		c.apply(decoded)
+	}
+}
+
+// apply applies one record to the durable view: the latest record of a key
+// wins, and a tombstone removes it, as compaction and replay resolve it.
+func (c *Coordinator) apply(record decodedRecord) {
+	if record.skip {
+		return
+	}
+	durable := c.durable[record.group]
+	if durable == nil {
+		durable = &durableGroup{offsets: map[topicPartition]committedOffset{}}
+		c.durable[record.group] = durable
+	}
+	switch {
+	case record.partition != nil && record.offset != nil:
+		durable.offsets[*record.partition] = *record.offset
+	case record.partition != nil:
+		delete(durable.offsets, *record.partition)
+	default:
+		durable.metadata = record.metadata
+	}
+	if durable.metadata == nil && len(durable.offsets) == 0 {
+		delete(c.durable, record.group)
+	}
+}
+
+// appendErrorToResponse maps the error of a failed append to what Kafka
+// answers (CoordinatorOperationExceptionHelper): retriable storage errors
+// become COORDINATOR_NOT_AVAILABLE, a lost leadership NOT_COORDINATOR, size
+// errors UNKNOWN_SERVER_ERROR, anything else passes through.
+func appendErrorToResponse(errorCode int16) int16 {
+	switch errorCode {
+	case kerr.UnknownTopicOrPartition.Code, kerr.NotEnoughReplicas.Code, kerr.NotEnoughReplicasAfterAppend.Code, kerr.RequestTimedOut.Code:
+		return kerr.CoordinatorNotAvailable.Code
+	case kerr.NotLeaderForPartition.Code, kerr.KafkaStorageError.Code:
+		return kerr.NotCoordinator.Code
+	case kerr.MessageTooLarge.Code, kerr.RecordListTooLarge.Code, kerr.InvalidFetchSize.Code:
+		return kerr.UnknownServerError.Code
+	}
+	return errorCode
+}
+
+func sortedKeys[V any](values map[string]V) []string {
+	keys := make([]string, 0, len(values))
+	for key := range values {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func sortedAppendIDs(values map[AppendID]*pendingAppend) []AppendID {
+	keys := make([]AppendID, 0, len(values))
+	for key := range values {
+		keys = append(keys, key)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	return keys
+}
