@@ -11,9 +11,12 @@ import (
 
 // logEntry is one record of the fake __consumer_offsets partition.
 type logEntry struct {
-	append    AppendID
-	record    Record
-	committed bool
+	// coordinator counts the coordinators the harness has run: each
+	// numbers its appends from 1.
+	coordinator int
+	append      AppendID
+	record      Record
+	committed   bool
 }
 
 // harness drives a coordinator as a host would: it writes appends to a
@@ -28,6 +31,8 @@ type harness struct {
 	log         []logEntry
 	inFlight    []AppendID
 	answers     map[RequestID]kmsg.Response
+	// coordinators counts the coordinators swapped in (failover).
+	coordinators int
 	// autoCommit reports every append committed as soon as it is handed
 	// out.
 	autoCommit bool
@@ -60,7 +65,7 @@ func (h *harness) drain() {
 		}
 		for _, write := range ready.Appends {
 			for _, record := range write.Records {
-				h.log = append(h.log, logEntry{append: write.ID, record: record})
+				h.log = append(h.log, logEntry{coordinator: h.coordinators, append: write.ID, record: record})
 			}
 			h.inFlight = append(h.inFlight, write.ID)
 		}
@@ -79,14 +84,20 @@ func (h *harness) commitAll() {
 	for len(h.inFlight) > 0 {
 		id := h.inFlight[0]
 		h.inFlight = h.inFlight[1:]
-		for i := range h.log {
-			if h.log[i].append == id {
-				h.log[i].committed = true
-			}
-		}
+		h.markCommitted(id)
 		h.coordinator.AppendDone(id, 0)
 	}
 	h.drain()
+}
+
+// markCommitted marks the records of an append of the current
+// coordinator committed.
+func (h *harness) markCommitted(id AppendID) {
+	for i := range h.log {
+		if h.log[i].coordinator == h.coordinators && h.log[i].append == id {
+			h.log[i].committed = true
+		}
+	}
 }
 
 // failAll reports every append in flight failed; their records leave the
@@ -98,7 +109,7 @@ func (h *harness) failAll(errorCode int16) {
 	}
 	kept := h.log[:0]
 	for _, entry := range h.log {
-		if !failed[entry.append] {
+		if entry.coordinator != h.coordinators || !failed[entry.append] {
 			kept = append(kept, entry)
 		}
 	}
@@ -131,6 +142,16 @@ func (h *harness) answer(id RequestID) kmsg.Response {
 func (h *harness) answered(id RequestID) bool {
 	_, ok := h.answers[id]
 	return ok
+}
+
+// failover unloads the coordinator (it answers what it held
+// NOT_COORDINATOR) and serves on with one that loads the committed log.
+func (h *harness) failover() {
+	h.coordinator.Unload()
+	h.drain()
+	next := h.replay(false)
+	h.coordinator, h.inFlight = next, nil
+	h.coordinators++
 }
 
 // replay loads the committed records (or, with uncommitted, every record

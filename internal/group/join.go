@@ -76,13 +76,16 @@ func (c *Coordinator) handleJoinGroup(id RequestID, client Client, request *kmsg
 }
 
 // writeCreatedGroup persists a group a JoinGroup created, when the join
-// itself wrote nothing: Kafka writes an empty group metadata record so the
-// group survives a coordinator change.
+// itself wrote nothing: Kafka writes a group metadata record without
+// members (its members are still joining, and a coordinator that loaded
+// them would take them for a Stable generation 0) so the group survives a
+// coordinator change.
 func (c *Coordinator) writeCreatedGroup(group *group) {
 	if current := c.groups[group.id]; current != group || c.hasPendingWritesFor(group.id) {
 		return
 	}
-	c.write([]Record{groupMetadataRecord(group.id, group.metadataValue(c.nowMs))}, func(int16) {})
+	empty := groupMetadata{protocolType: group.protocolType, generation: group.generation, stateTimestampMs: c.nowMs}
+	c.write([]Record{groupMetadataRecord(group.id, empty)}, func(int16) {})
 }
 
 // acceptJoiningMember is Kafka's group.max.size check: Empty always
