@@ -69,6 +69,10 @@ const (
 // pendingAppend is an Append handed out and not yet reported.
 type pendingAppend struct {
 	records []Record
+	// groups are the groups the records are of, once each.
+	groups []string
+	// offsets are the offset keys the records set or delete, by group.
+	offsets map[string][]topicPartition
 	// appliedEarly is set when rule answer-after-commit is off: the records
 	// were applied and their requests answered before the write was known
 	// to be committed.
@@ -101,12 +105,15 @@ type Coordinator struct {
 	durable map[string]*durableGroup
 	groups  map[string]*group
 
-	nextAppend   AppendID
-	pending      map[AppendID]*pendingAppend
-	ready        Ready
-	parked       int
-	stableWaits  []stableFetch
-	loadedOffset int64
+	nextAppend AppendID
+	pending    map[AppendID]*pendingAppend
+	// pendingByGroup counts the appends in flight with records of each
+	// group.
+	pendingByGroup map[string]int
+	ready          Ready
+	parked         int
+	stableWaits    []stableFetch
+	loadedOffset   int64
 
 	// incarnation and memberCounter make member ids unique across
 	// coordinators of the partition (see newMemberID).
@@ -130,7 +137,7 @@ func NewCoordinator(config Config, partition int32) *Coordinator {
 		panic(err)
 	}
 	return &Coordinator{config: config, partition: partition, durable: map[string]*durableGroup{}, groups: map[string]*group{},
-		pending: map[AppendID]*pendingAppend{}, loadedOffset: -1}
+		pending: map[AppendID]*pendingAppend{}, pendingByGroup: map[string]int{}, loadedOffset: -1}
 }
 
 // Load applies one committed record, read from the partition in log order.
@@ -167,7 +174,13 @@ func (c *Coordinator) FinishLoad(nowMs int64) {
 	c.incarnation = uint64(nowMs)<<20 ^ uint64(c.loadedOffset+1)
 	c.nextExpiryCheckMs = nowMs + c.config.OffsetsRetentionCheckIntervalMs
 	for _, id := range sortedKeys(c.durable) {
-		c.groups[id] = groupFromDurable(id, c.durable[id], c.config, nowMs)
+		group := groupFromDurable(id, c.durable[id], c.config, nowMs)
+		c.groups[id] = group
+		if len(group.members) > int(c.config.MaxSize) {
+			// group.max.size was lowered: the group rebalances, and
+			// members beyond it are refused as they rejoin.
+			c.prepareRebalance(group)
+		}
 	}
 }
 
@@ -182,7 +195,7 @@ func (c *Coordinator) Unload() {
 	c.phase = unloaded
 	for _, id := range sortedAppendIDs(c.pending) {
 		write := c.pending[id]
-		delete(c.pending, id)
+		c.forget(id, write)
 		if !write.appliedEarly {
 			write.done(int16(kerr.NotCoordinator.Code))
 		}
@@ -212,7 +225,7 @@ func (c *Coordinator) AppendDone(id AppendID, errorCode int16) {
 	if !ok {
 		return
 	}
-	delete(c.pending, id)
+	c.forget(id, write)
 	if !write.appliedEarly {
 		if errorCode == 0 {
 			c.applyRecords(write.records)
@@ -303,7 +316,20 @@ func (c *Coordinator) write(records []Record, done func(errorCode int16)) {
 	c.nextAppend++
 	id := c.nextAppend
 	c.ready.Appends = append(c.ready.Appends, Append{ID: id, Records: records})
-	pending := &pendingAppend{records: records, done: done}
+	pending := &pendingAppend{records: records, done: done, offsets: map[string][]topicPartition{}}
+	for _, record := range records {
+		decoded, err := decodeRecord(record)
+		if err != nil {
+			panic(fmt.Sprintf("group: a record this coordinator wrote does not decode: %v", err))
+		}
+		if len(pending.groups) == 0 || pending.groups[len(pending.groups)-1] != decoded.group {
+			pending.groups = append(pending.groups, decoded.group)
+			c.pendingByGroup[decoded.group]++
+		}
+		if decoded.partition != nil {
+			pending.offsets[decoded.group] = append(pending.offsets[decoded.group], *decoded.partition)
+		}
+	}
 	c.pending[id] = pending
 	if !c.config.Rules.On(rules.AnswerAfterCommit) {
 		pending.appliedEarly = true
@@ -311,6 +337,20 @@ func (c *Coordinator) write(records []Record, done func(errorCode int16)) {
 		done(0)
 	}
 }
+
+// forget drops a reported append from the appends in flight.
+func (c *Coordinator) forget(id AppendID, write *pendingAppend) {
+	delete(c.pending, id)
+	for _, group := range write.groups {
+		if c.pendingByGroup[group]--; c.pendingByGroup[group] <= 0 {
+			delete(c.pendingByGroup, group)
+		}
+	}
+}
+
+// hasPendingWritesFor reports whether an append in flight carries records
+// of the group.
+func (c *Coordinator) hasPendingWritesFor(id string) bool { return c.pendingByGroup[id] > 0 }
 
 // canWrite reports whether another append fits under MaxPendingAppends.
 func (c *Coordinator) canWrite() bool { return len(c.pending) < c.config.MaxPendingAppends }

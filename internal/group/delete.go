@@ -59,13 +59,24 @@ func (c *Coordinator) handleDeleteGroups(id RequestID, request *kmsg.DeleteGroup
 	})
 }
 
-// groupTombstones deletes every committed offset of a group and the group.
+// groupTombstones deletes every offset of a group, committed or in
+// flight (a tombstone follows the commit in the log, so it deletes it
+// whichever way the commit ends), and the group.
 func (c *Coordinator) groupTombstones(groupID string) []Record {
-	var records []Record
+	keys := map[topicPartition]committedOffset{}
 	if durable := c.durable[groupID]; durable != nil {
-		for _, partition := range sortedPartitions(durable.offsets) {
-			records = append(records, offsetTombstone(groupID, partition))
+		for partition, value := range durable.offsets {
+			keys[partition] = value
 		}
+	}
+	for _, write := range c.pending {
+		for _, partition := range write.offsets[groupID] {
+			keys[partition] = committedOffset{}
+		}
+	}
+	var records []Record
+	for _, partition := range sortedPartitions(keys) {
+		records = append(records, offsetTombstone(groupID, partition))
 	}
 	return append(records, groupTombstone(groupID))
 }

@@ -132,19 +132,6 @@ func (c *Coordinator) dropIfForgotten(id string) {
 	delete(c.groups, id)
 }
 
-// hasPendingWritesFor reports whether an append in flight carries records
-// of the group.
-func (c *Coordinator) hasPendingWritesFor(id string) bool {
-	for _, write := range c.pending {
-		for _, record := range write.records {
-			if decoded, err := decodeRecord(record); err == nil && decoded.group == id {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // stableFetch is an OffsetFetch with RequireStable, held until every
 // append handed out before it has been reported: Kafka runs it as a write
 // with no records, so it sees every earlier commit.

@@ -323,6 +323,9 @@ func (run *replayRun) run(steps int) string {
 			run.failure = fmt.Sprintf("request %d was never answered", id)
 		}
 	}
+	if coordinator := run.h.coordinator; run.failure == "" && (coordinator.parked != 0 || len(coordinator.pendingByGroup) != 0) {
+		run.failure = fmt.Sprintf("%d requests still counted as parked, appends in flight for %v", coordinator.parked, coordinator.pendingByGroup)
+	}
 	return run.failure
 }
 
