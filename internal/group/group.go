@@ -312,10 +312,11 @@ func (g *group) selectProtocol() string {
 	return best
 }
 
-// metadataValue is the group's metadata record as of now: each member's
-// subscription for the chosen protocol and its assignment.
-func (g *group) metadataValue(nowMs int64) groupMetadata {
-	value := groupMetadata{protocolType: g.protocolType, generation: g.generation, protocol: g.protocol, leader: g.leader, stateTimestampMs: nowMs}
+// metadataValue is the group's metadata record: each member's
+// subscription for the chosen protocol and its assignment, and when the
+// group entered its state (the base of offset expiry once Empty).
+func (g *group) metadataValue() groupMetadata {
+	value := groupMetadata{protocolType: g.protocolType, generation: g.generation, protocol: g.protocol, leader: g.leader, stateTimestampMs: g.stateTimestampMs}
 	for _, id := range g.sortedMemberIDs() {
 		member := g.members[id]
 		value.members = append(value.members, persistedMember{memberID: id, instanceID: member.instanceID, clientID: member.clientID,

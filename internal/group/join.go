@@ -76,15 +76,15 @@ func (c *Coordinator) handleJoinGroup(id RequestID, client Client, request *kmsg
 }
 
 // writeCreatedGroup persists a group a JoinGroup created, when the join
-// itself wrote nothing: Kafka writes a group metadata record without
-// members (its members are still joining, and a coordinator that loaded
-// them would take them for a Stable generation 0) so the group survives a
-// coordinator change.
+// itself wrote nothing, as Kafka does (newEmptyGroupMetadataRecord): no
+// protocol type, generation 0, no members (they are still joining, and a
+// coordinator that loaded them would take them for a Stable generation 0),
+// so the group survives a coordinator change.
 func (c *Coordinator) writeCreatedGroup(group *group) {
 	if current := c.groups[group.id]; current != group || c.hasPendingWritesFor(group.id) {
 		return
 	}
-	empty := groupMetadata{protocolType: group.protocolType, generation: group.generation, stateTimestampMs: c.nowMs}
+	empty := groupMetadata{stateTimestampMs: group.stateTimestampMs}
 	c.write([]Record{groupMetadataRecord(group.id, empty)}, func(int16) {})
 }
 

@@ -93,7 +93,7 @@ func (c *Coordinator) completeJoin(group *group) {
 	if len(group.members) == 0 {
 		group.protocol, group.leader = "", ""
 		group.transition(stateEmpty, c.nowMs)
-		c.write([]Record{groupMetadataRecord(group.id, group.metadataValue(c.nowMs))}, func(int16) {})
+		c.write([]Record{groupMetadataRecord(group.id, group.metadataValue())}, func(int16) {})
 		return
 	}
 	group.protocol = group.selectProtocol()
@@ -137,7 +137,7 @@ func (c *Coordinator) replaceStaticMember(group *group, old *member, join joinRe
 		replaced.heartbeatDeadlineMs = c.nowMs + int64(replaced.sessionTimeoutMs)
 		park := c.parkFor(join)
 		generation := group.generation
-		c.write([]Record{groupMetadataRecord(group.id, group.metadataValue(c.nowMs))}, func(errorCode int16) {
+		c.write([]Record{groupMetadataRecord(group.id, group.metadataValue())}, func(errorCode int16) {
 			if errorCode != 0 {
 				if group.members[replaced.id] == replaced {
 					c.swapMember(group, replaced, old)

@@ -81,7 +81,7 @@ func (c *Coordinator) persistAssignment(group *group, assignments []kmsg.SyncGro
 		}
 	}
 	generation := group.generation
-	c.write([]Record{groupMetadataRecord(group.id, group.metadataValue(c.nowMs))}, func(errorCode int16) {
+	c.write([]Record{groupMetadataRecord(group.id, group.metadataValue())}, func(errorCode int16) {
 		if c.groups[group.id] != group || group.generation != generation || group.state != stateCompletingRebalance {
 			return
 		}
