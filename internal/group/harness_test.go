@@ -36,6 +36,10 @@ type harness struct {
 	// autoCommit reports every append committed as soon as it is handed
 	// out.
 	autoCommit bool
+	// answerOrder and appendOrder list answers and appends as they came
+	// out of Ready, for traces.
+	answerOrder []RequestID
+	appendOrder []Append
 }
 
 func newHarness(t testing.TB, config Config) *harness {
@@ -62,7 +66,9 @@ func (h *harness) drain() {
 				h.t.Fatalf("request %d answered twice", answer.Request)
 			}
 			h.answers[answer.Request] = answer.Response
+			h.answerOrder = append(h.answerOrder, answer.Request)
 		}
+		h.appendOrder = append(h.appendOrder, ready.Appends...)
 		for _, write := range ready.Appends {
 			for _, record := range write.Records {
 				h.log = append(h.log, logEntry{coordinator: h.coordinators, append: write.ID, record: record})
