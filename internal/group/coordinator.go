@@ -110,10 +110,14 @@ type Coordinator struct {
 	// pendingByGroup counts the appends in flight with records of each
 	// group.
 	pendingByGroup map[string]int
-	ready          Ready
-	parked         int
-	stableWaits    []stableFetch
-	loadedOffset   int64
+	// reports holds AppendDone reports that came before an earlier
+	// append's; nextReport is the append to complete next.
+	reports      map[AppendID]int16
+	nextReport   AppendID
+	ready        Ready
+	parked       int
+	stableWaits  []stableFetch
+	loadedOffset int64
 
 	// incarnation and memberCounter make member ids unique across
 	// coordinators of the partition (see newMemberID).
@@ -137,7 +141,7 @@ func NewCoordinator(config Config, partition int32) *Coordinator {
 		panic(err)
 	}
 	return &Coordinator{config: config, partition: partition, durable: map[string]*durableGroup{}, groups: map[string]*group{},
-		pending: map[AppendID]*pendingAppend{}, pendingByGroup: map[string]int{}, loadedOffset: -1}
+		pending: map[AppendID]*pendingAppend{}, pendingByGroup: map[string]int{}, reports: map[AppendID]int16{}, nextReport: 1, loadedOffset: -1}
 }
 
 // Load applies one committed record, read from the partition in log order.
@@ -217,25 +221,71 @@ func (c *Coordinator) Ready() Ready {
 	return ready
 }
 
-// AppendDone reports an Append: errorCode 0 when the high watermark has
-// passed all of its records, otherwise the produce error. Appends must be
-// reported committed in the order they were handed out.
+// AppendDone reports an Append: errorCode 0 once the high watermark has
+// passed all of its records; otherwise the produce error. Reports may come
+// in any order; the coordinator takes them in the order it handed the
+// appends out, as the high watermark passes them.
+//
+// An error must be final. One that says the records were never written
+// (NOT_ENOUGH_REPLICAS, too large, an unknown partition) leaves the
+// coordinator serving. Any other (a timeout waiting for the high watermark,
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND, a lost leadership) leaves records in
+// the log that may yet be committed or truncated: the coordinator answers
+// the request with Kafka's mapping of the error and then stops serving
+// (Unloaded reports it), because its durable view could no longer be
+// trusted to match the log; the host replaces it with one that loads the
+// log.
 func (c *Coordinator) AppendDone(id AppendID, errorCode int16) {
-	write, ok := c.pending[id]
-	if !ok {
+	if _, ok := c.pending[id]; !ok || c.phase == unloaded {
 		return
 	}
-	c.forget(id, write)
-	if !write.appliedEarly {
-		if errorCode == 0 {
-			c.applyRecords(write.records)
-			write.done(0)
-		} else {
-			write.done(appendErrorToResponse(errorCode))
+	c.reports[id] = errorCode
+	for c.phase != unloaded {
+		code, reported := c.reports[c.nextReport]
+		if !reported {
+			break
 		}
+		delete(c.reports, c.nextReport)
+		c.completeAppend(c.nextReport, code)
+		c.nextReport++
 	}
 	c.answerStableFetches()
 }
+
+// completeAppend carries out one reported append, in order.
+func (c *Coordinator) completeAppend(id AppendID, errorCode int16) {
+	write := c.pending[id]
+	c.forget(id, write)
+	if write.appliedEarly {
+		return
+	}
+	if errorCode == 0 {
+		c.applyRecords(write.records)
+		write.done(0)
+		return
+	}
+	write.done(appendErrorToResponse(errorCode))
+	if !neverWritten(errorCode) {
+		c.Unload()
+	}
+}
+
+// neverWritten reports whether a produce error means the records were
+// refused before they reached the log.
+func neverWritten(errorCode int16) bool {
+	switch errorCode {
+	case kerr.NotEnoughReplicas.Code, kerr.UnknownTopicOrPartition.Code, kerr.MessageTooLarge.Code, kerr.RecordListTooLarge.Code,
+		kerr.InvalidFetchSize.Code, kerr.CorruptMessage.Code, kerr.InvalidRecord.Code:
+		return true
+	}
+	return false
+}
+
+// Unloaded reports whether the coordinator has stopped serving: Unload was
+// called, or an append failed in a way that leaves its fate to the log.
+// The host then drops it, and if it still leads the partition, starts a
+// new one that loads the log.
+func (c *Coordinator) Unloaded() bool { return c.phase == unloaded }
 
 // Handle takes one request from an unknown client; see HandleFrom.
 func (c *Coordinator) Handle(nowMs int64, id RequestID, request kmsg.Request) {

@@ -29,6 +29,7 @@ import (
 //	delete groups=(G,...)
 //	tick ms=MS
 //	append-done [error=CODE]   reports every append in flight
+//	failover                   a new coordinator loads the committed log
 //	describe                   the live groups and the durable view
 func TestDatadriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
@@ -126,6 +127,8 @@ func (tr *trace) run(t *testing.T, d *datadriven.TestData) string {
 		} else {
 			tr.h.commitAll()
 		}
+	case "failover":
+		tr.h.failover()
 	case "describe":
 		return tr.describe()
 	default:

@@ -152,7 +152,7 @@ func (r *replayRun) commit(group string, generation int32, memberID string) {
 	for _, topic := range []string{"t", "u"} {
 		entry := kmsg.OffsetCommitRequestTopic{Topic: topic}
 		for partition := int32(0); partition < 2; partition++ {
-			if r.random.Intn(2) == 0 {
+			if r.h.coordinator.Unloaded() || r.random.Intn(2) == 0 {
 				continue
 			}
 			r.offset++
@@ -215,7 +215,7 @@ func (r *replayRun) leadershipChange() {
 		r.failure = fmt.Sprintf("a new coordinator loaded\n%s\nbut the log keeps\n%s", loaded, kept)
 	}
 	r.checkReplay("after a leadership change")
-	if r.random.Intn(2) == 0 {
+	if r.h.coordinator.Unloaded() || r.random.Intn(2) == 0 {
 		// The leadership moves: the old coordinator answers what it held
 		// NOT_COORDINATOR, and a new one loads the log and serves on.
 		r.h.failover()
