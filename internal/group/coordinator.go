@@ -2,6 +2,7 @@ package group
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -125,6 +126,10 @@ type Coordinator struct {
 	memberCounter uint64
 
 	nextExpiryCheckMs int64
+	// nextDeadlineMs is at or before the earliest timer of any group
+	// (sessions, pending member ids, join and sync phases): Tick looks at
+	// the groups only once it has passed.
+	nextDeadlineMs int64
 }
 
 // durableGroup is one group as the committed records describe it.
@@ -342,15 +347,26 @@ func (c *Coordinator) Tick(nowMs int64) {
 	if nowMs > c.nowMs {
 		c.nowMs = nowMs
 	}
-	for _, id := range sortedKeys(c.groups) {
-		if group, ok := c.groups[id]; ok {
-			group.tick(c)
+	if c.nowMs >= c.nextDeadlineMs {
+		c.nextDeadlineMs = math.MaxInt64
+		for _, id := range sortedKeys(c.groups) {
+			if group, ok := c.groups[id]; ok {
+				group.tick(c)
+				c.at(group.earliestDeadlineMs())
+			}
 		}
 	}
 	if c.nowMs >= c.nextExpiryCheckMs {
 		c.nextExpiryCheckMs = c.nowMs + c.config.OffsetsRetentionCheckIntervalMs
 		c.expireOffsets()
 	}
+}
+
+// at notes a deadline set on a group, so Tick looks at the groups once it
+// is due, and returns it.
+func (c *Coordinator) at(deadlineMs int64) int64 {
+	c.nextDeadlineMs = min(c.nextDeadlineMs, deadlineMs)
+	return deadlineMs
 }
 
 // answer queues a response, at the request's version.

@@ -27,7 +27,7 @@ func (c *Coordinator) handleDeleteGroups(id RequestID, request *kmsg.DeleteGroup
 		switch {
 		case group == nil || group.state == stateDead:
 			result.ErrorCode = kerr.GroupIDNotFound.Code
-		case group.state != stateEmpty || len(group.pendingMembers) > 0:
+		case group.state != stateEmpty:
 			result.ErrorCode = kerr.NonEmptyGroup.Code
 		case !c.canWrite():
 			result.ErrorCode = kerr.CoordinatorNotAvailable.Code

@@ -3,6 +3,7 @@ package group
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -161,6 +162,24 @@ func groupFromDurable(id string, durable *durableGroup, config Config, nowMs int
 		group.leader = group.sortedMemberIDs()[0]
 	}
 	return group
+}
+
+// earliestDeadlineMs is the group's next timer: a session, a pending
+// member id, the join or the sync phase; MaxInt64 when none is set.
+func (g *group) earliestDeadlineMs() int64 {
+	earliest := int64(math.MaxInt64)
+	for _, deadline := range g.pendingMembers {
+		earliest = min(earliest, deadline)
+	}
+	for _, member := range g.members {
+		earliest = min(earliest, member.heartbeatDeadlineMs)
+	}
+	for _, deadline := range []int64{g.joinDeadlineMs, g.syncDeadlineMs} {
+		if deadline != 0 {
+			earliest = min(earliest, deadline)
+		}
+	}
+	return earliest
 }
 
 // transition moves the group to a state, stamping the time (the base of
