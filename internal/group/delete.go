@@ -168,6 +168,7 @@ func (g *group) subscribedTopics() (topics map[string]bool, all bool) {
 // written after an uncommitted commit would delete it.
 func (c *Coordinator) expireOffsets() {
 	var records []Record
+	var deletedGroups []string
 	for _, groupID := range sortedKeys(c.durable) {
 		durable := c.durable[groupID]
 		group := c.groups[groupID]
@@ -185,11 +186,25 @@ func (c *Coordinator) expireOffsets() {
 		if expired == len(durable.offsets) && group.state == stateEmpty && len(group.pendingMembers) == 0 && (expired > 0 || durable.metadata != nil) {
 			records = append(records, groupTombstone(groupID))
 			delete(c.groups, groupID)
+			deletedGroups = append(deletedGroups, groupID)
 		}
 	}
-	if len(records) > 0 {
-		c.write(records, func(int16) {})
+	if len(records) == 0 {
+		return
 	}
+	c.write(records, func(errorCode int16) {
+		if errorCode == 0 {
+			return
+		}
+		// The tombstones were refused: the groups they would have
+		// deleted are still in the log, so they come back to life as a
+		// new coordinator would load them.
+		for _, groupID := range deletedGroups {
+			if _, live := c.groups[groupID]; !live && c.durable[groupID] != nil {
+				c.groups[groupID] = groupFromDurable(groupID, c.durable[groupID], c.config, c.nowMs)
+			}
+		}
+	})
 }
 
 func (c *Coordinator) offsetExpired(group *group, offset committedOffset, subscribed bool) bool {

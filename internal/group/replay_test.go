@@ -74,6 +74,9 @@ type replayRun struct {
 	ackedOnly bool
 	// ownersOnly keeps only the check of assignments' owners.
 	ownersOnly bool
+	// expiring runs with a short offsets retention: offsets expire
+	// unannounced, so an acknowledged commit may be gone.
+	expiring bool
 }
 
 func newReplayRun(t testing.TB, seed int64, config Config) *replayRun {
@@ -158,6 +161,11 @@ func (r *replayRun) sync(client *replayClient) {
 // under a new member id is the same client). A group deleted starts its
 // generations again.
 func (r *replayRun) collectSyncs() {
+	for _, group := range sortedKeys(r.owners) {
+		if _, live := r.h.coordinator.groups[group]; !live {
+			delete(r.owners, group) // deleted, by a request or by expiry
+		}
+	}
 	for ; r.syncCursor < len(r.h.answerOrder); r.syncCursor++ {
 		id := r.h.answerOrder[r.syncCursor]
 		if deleted, ok := r.h.answers[id].(*kmsg.DeleteGroupsResponse); ok {
@@ -341,7 +349,7 @@ func (r *replayRun) checkReplay(when string) {
 	}
 	for _, group := range sortedKeys(r.acked) {
 		for partition, acked := range r.acked[group] {
-			if r.lastSeen[group][partition] != acked.seq {
+			if r.lastSeen[group][partition] != acked.seq || r.expiring {
 				continue
 			}
 			var got committedOffset
@@ -396,6 +404,21 @@ func TestReplayProperty(t *testing.T) {
 	}
 	for seed := int64(1); seed <= int64(seeds); seed++ {
 		if failure := runReplayProperty(t, seed, steps, DefaultConfig()); failure != "" {
+			t.Fatalf("seed %d: %s", seed, failure)
+		}
+	}
+}
+
+// TestReplayPropertyWithExpiry runs the property with offsets retained for
+// 30 s and checked every second, so expiry's tombstones (and the deletion
+// of groups left with nothing) interleave with everything else.
+func TestReplayPropertyWithExpiry(t *testing.T) {
+	config := DefaultConfig()
+	config.OffsetsRetentionMs, config.OffsetsRetentionCheckIntervalMs = 30000, 1000
+	for seed := int64(1); seed <= 100; seed++ {
+		run := newReplayRun(t, seed, config)
+		run.expiring = true
+		if failure := run.run(400); failure != "" {
 			t.Fatalf("seed %d: %s", seed, failure)
 		}
 	}
