@@ -50,79 +50,37 @@ type trace struct {
 	appends int
 }
 
+// commandArgs are a command's arguments, with defaults.
+type commandArgs struct {
+	t      *testing.T
+	values map[string][]string
+}
+
+func (a commandArgs) one(key, fallback string) string {
+	if values, ok := a.values[key]; ok && len(values) > 0 {
+		return values[0]
+	}
+	return fallback
+}
+
+func (a commandArgs) number(key string, fallback int64) int64 {
+	value, err := strconv.ParseInt(a.one(key, strconv.FormatInt(fallback, 10)), 10, 64)
+	if err != nil {
+		a.t.Fatalf("%s: %v", key, err)
+	}
+	return value
+}
+
 func (tr *trace) run(t *testing.T, d *datadriven.TestData) string {
-	args := map[string][]string{}
+	args := commandArgs{t: t, values: map[string][]string{}}
 	for _, arg := range d.CmdArgs {
-		args[arg.Key] = arg.Vals
+		args.values[arg.Key] = arg.Vals
 	}
-	one := func(key, fallback string) string {
-		if values, ok := args[key]; ok && len(values) > 0 {
-			return values[0]
-		}
-		return fallback
-	}
-	number := func(key string, fallback int64) int64 {
-		value, err := strconv.ParseInt(one(key, strconv.FormatInt(fallback, 10)), 10, 64)
-		if err != nil {
-			t.Fatalf("%s: %v", key, err)
-		}
-		return value
-	}
-	version := int16(number("version", -1))
 	switch d.Cmd {
-	case "join":
-		request := joinRequestFor(9, one("group", "g"), tr.member(one("member", "")), args["protocols"]...)
-		if version >= 0 {
-			request.Version = version
-		}
-		request.SessionTimeoutMillis = int32(number("session", 10000))
-		request.RebalanceTimeoutMillis = int32(number("rebalance", 20000))
-		if instance := one("instance", ""); instance != "" {
-			request.InstanceID = &instance
-		}
-		tr.send("join", request)
-	case "sync":
-		assignments := map[string]string{}
-		for _, entry := range args["assign"] {
-			member, assignment, _ := strings.Cut(entry, ":")
-			assignments[tr.member(member)] = assignment
-		}
-		tr.send("sync", syncRequestFor(one("group", "g"), tr.member(one("member", "")), int32(number("generation", 0)), assignments))
-	case "heartbeat":
-		request := kmsg.NewPtrHeartbeatRequest()
-		request.Version, request.Group, request.MemberID, request.Generation = 4, one("group", "g"), tr.member(one("member", "")), int32(number("generation", 0))
-		if instance := one("instance", ""); instance != "" {
-			request.InstanceID = &instance
-		}
-		tr.send("heartbeat", request)
-	case "leave":
-		request := &kmsg.LeaveGroupRequest{Version: 4, Group: one("group", "g")}
-		if version >= 0 {
-			request.Version = version
-		}
-		for _, member := range args["members"] {
-			request.Members = append(request.Members, kmsg.LeaveGroupRequestMember{MemberID: tr.member(member)})
-			request.MemberID = tr.member(member)
-		}
-		tr.send("leave", request)
-	case "commit":
-		tr.send("commit", tr.commit(t, args, one, number))
-	case "fetch":
-		request := &kmsg.OffsetFetchRequest{Version: 7, Group: one("group", "g"), RequireStable: d.HasArg("stable")}
-		if version >= 0 {
-			request.Version = version
-		}
-		for _, entry := range args["partitions"] {
-			topic, partition := parsePartition(t, entry)
-			request.Topics = append(request.Topics, kmsg.OffsetFetchRequestTopic{Topic: topic, Partitions: []int32{partition}})
-		}
-		tr.send("fetch", request)
-	case "delete":
-		tr.send("delete", &kmsg.DeleteGroupsRequest{Version: 2, Groups: args["groups"]})
 	case "tick":
-		tr.h.advance(number("ms", 0))
+		tr.h.advance(args.number("ms", 0))
 	case "append-done":
-		if code := int16(number("error", 0)); code != 0 {
+		if code := int16(args.number("error", 0)); code != 0 {
 			tr.h.failAll(code)
 		} else {
 			tr.h.commitAll()
@@ -132,15 +90,68 @@ func (tr *trace) run(t *testing.T, d *datadriven.TestData) string {
 	case "describe":
 		return tr.describe()
 	default:
-		t.Fatalf("unknown command %q", d.Cmd)
+		request := tr.request(t, d, args)
+		if version := int16(args.number("version", -1)); version >= 0 {
+			request.SetVersion(version)
+		}
+		tr.kinds[tr.h.nextRequest+1] = d.Cmd
+		tr.h.send(request)
 	}
 	return tr.output()
 }
 
-func (tr *trace) commit(t *testing.T, args map[string][]string, one func(string, string) string, number func(string, int64) int64) *kmsg.OffsetCommitRequest {
+// request builds the request a command sends.
+func (tr *trace) request(t *testing.T, d *datadriven.TestData, args commandArgs) kmsg.Request {
+	group, member := args.one("group", "g"), tr.member(args.one("member", ""))
+	switch d.Cmd {
+	case "join":
+		request := joinRequestFor(9, group, member, args.values["protocols"]...)
+		request.SessionTimeoutMillis, request.RebalanceTimeoutMillis = int32(args.number("session", 10000)), int32(args.number("rebalance", 20000))
+		if instance := args.one("instance", ""); instance != "" {
+			request.InstanceID = &instance
+		}
+		return request
+	case "sync":
+		assignments := map[string]string{}
+		for _, entry := range args.values["assign"] {
+			assigned, assignment, _ := strings.Cut(entry, ":")
+			assignments[tr.member(assigned)] = assignment
+		}
+		return syncRequestFor(group, member, int32(args.number("generation", 0)), assignments)
+	case "heartbeat":
+		request := &kmsg.HeartbeatRequest{Version: 4, Group: group, MemberID: member, Generation: int32(args.number("generation", 0))}
+		if instance := args.one("instance", ""); instance != "" {
+			request.InstanceID = &instance
+		}
+		return request
+	case "leave":
+		request := &kmsg.LeaveGroupRequest{Version: 4, Group: group}
+		for _, leaving := range args.values["members"] {
+			request.Members = append(request.Members, kmsg.LeaveGroupRequestMember{MemberID: tr.member(leaving)})
+			request.MemberID = tr.member(leaving)
+		}
+		return request
+	case "commit":
+		return tr.commit(t, args)
+	case "fetch":
+		request := &kmsg.OffsetFetchRequest{Version: 7, Group: group, RequireStable: d.HasArg("stable")}
+		for _, entry := range args.values["partitions"] {
+			topic, partition := parsePartition(t, entry)
+			request.Topics = append(request.Topics, kmsg.OffsetFetchRequestTopic{Topic: topic, Partitions: []int32{partition}})
+		}
+		return request
+	case "delete":
+		return &kmsg.DeleteGroupsRequest{Version: 2, Groups: args.values["groups"]}
+	}
+	t.Fatalf("unknown command %q", d.Cmd)
+	return nil
+}
+
+func (tr *trace) commit(t *testing.T, args commandArgs) *kmsg.OffsetCommitRequest {
 	request := kmsg.NewPtrOffsetCommitRequest()
-	request.Version, request.Group, request.MemberID, request.Generation = int16(number("version", 8)), one("group", "g"), tr.member(one("member", "")), int32(number("generation", -1))
-	for _, entry := range args["offsets"] {
+	request.Version, request.Group, request.MemberID = 8, args.one("group", "g"), tr.member(args.one("member", ""))
+	request.Generation = int32(args.number("generation", -1))
+	for _, entry := range args.values["offsets"] {
 		key, value, _ := strings.Cut(entry, "=")
 		topic, partition := parsePartition(t, key)
 		offset, err := strconv.ParseInt(value, 10, 64)
@@ -181,11 +192,6 @@ func (tr *trace) alias(id string) string {
 	alias := fmt.Sprintf("m%d", len(tr.aliases)+1)
 	tr.aliases[id], tr.names[alias] = alias, id
 	return alias
-}
-
-func (tr *trace) send(kind string, request kmsg.Request) {
-	tr.kinds[tr.h.nextRequest+1] = kind
-	tr.h.send(request)
 }
 
 // output prints what came out of Ready since the last command.
