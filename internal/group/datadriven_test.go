@@ -21,9 +21,9 @@ import (
 // Commands:
 //
 //	join group=G [member=M] [version=V] [instance=I] [protocols=(P,...)] [session=MS] [rebalance=MS]
-//	sync group=G member=M generation=N [assign=(M:bytes,...)]
+//	sync group=G member=M generation=N [instance=I] [assign=(M:bytes,...)]
 //	heartbeat group=G member=M generation=N [instance=I]
-//	leave group=G members=(M,...) [version=V]
+//	leave group=G [members=(M,...)] [instances=(I,...)] [version=V]
 //	commit group=G [member=M] [generation=N] offsets=(topic/partition=offset,...) [version=V]
 //	fetch group=G [partitions=(topic/partition,...)] [stable] [version=V]
 //	delete groups=(G,...)
@@ -117,7 +117,11 @@ func (tr *trace) request(t *testing.T, d *datadriven.TestData, args commandArgs)
 			assigned, assignment, _ := strings.Cut(entry, ":")
 			assignments[tr.member(assigned)] = assignment
 		}
-		return syncRequestFor(group, member, int32(args.number("generation", 0)), assignments)
+		request := syncRequestFor(group, member, int32(args.number("generation", 0)), assignments)
+		if instance := args.one("instance", ""); instance != "" {
+			request.InstanceID = &instance
+		}
+		return request
 	case "heartbeat":
 		request := &kmsg.HeartbeatRequest{Version: 4, Group: group, MemberID: member, Generation: int32(args.number("generation", 0))}
 		if instance := args.one("instance", ""); instance != "" {
@@ -129,6 +133,9 @@ func (tr *trace) request(t *testing.T, d *datadriven.TestData, args commandArgs)
 		for _, leaving := range args.values["members"] {
 			request.Members = append(request.Members, kmsg.LeaveGroupRequestMember{MemberID: tr.member(leaving)})
 			request.MemberID = tr.member(leaving)
+		}
+		for _, instance := range args.values["instances"] {
+			request.Members = append(request.Members, kmsg.LeaveGroupRequestMember{InstanceID: &instance})
 		}
 		return request
 	case "commit":
@@ -258,8 +265,12 @@ func (tr *trace) describeAnswer(response kmsg.Response) string {
 		for _, member := range response.Members {
 			members = append(members, tr.alias(member.MemberID))
 		}
-		return fmt.Sprintf("NONE member=%s generation=%d protocol=%s leader=%s members=(%s)", tr.alias(response.MemberID), response.Generation,
-			*response.Protocol, tr.alias(response.LeaderID), strings.Join(members, ","))
+		skip := ""
+		if response.SkipAssignment {
+			skip = " skip-assignment"
+		}
+		return fmt.Sprintf("NONE member=%s generation=%d protocol=%s leader=%s members=(%s)%s", tr.alias(response.MemberID), response.Generation,
+			*response.Protocol, tr.alias(response.LeaderID), strings.Join(members, ","), skip)
 	case *kmsg.SyncGroupResponse:
 		return fmt.Sprintf("%s assignment=%q", errorName(response.ErrorCode), response.MemberAssignment)
 	case *kmsg.HeartbeatResponse:
