@@ -52,6 +52,9 @@ func (c *Coordinator) handleListGroups(id RequestID, request *kmsg.ListGroupsReq
 	response.Version = request.Version
 	for _, groupID := range sortedKeys(c.groups) {
 		group := c.groups[groupID]
+		if group.state == stateDead {
+			continue // being deleted; Kafka has already dropped it
+		}
 		if request.Version >= 4 && len(request.StatesFilter) > 0 && !containsFold(request.StatesFilter, group.state.String()) {
 			continue
 		}
