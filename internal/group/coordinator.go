@@ -301,6 +301,9 @@ func (c *Coordinator) Handle(nowMs int64, id RequestID, request kmsg.Request) {
 // splits requests naming groups of several partitions and merges the
 // answers). Its answer comes out of Ready, now or later.
 func (c *Coordinator) HandleFrom(nowMs int64, id RequestID, client Client, request kmsg.Request) {
+	if request == nil {
+		return
+	}
 	if nowMs > c.nowMs {
 		c.nowMs = nowMs
 	}

@@ -65,6 +65,10 @@ func (h *harness) drain() {
 			if _, dup := h.answers[answer.Request]; dup {
 				h.t.Fatalf("request %d answered twice", answer.Request)
 			}
+			if answer.Response.GetVersion() < 0 || answer.Response.GetVersion() > answer.Response.MaxVersion() {
+				h.t.Fatalf("request %d answered at version %d", answer.Request, answer.Response.GetVersion())
+			}
+			answer.Response.AppendTo(nil) // every answer must encode at its version
 			h.answers[answer.Request] = answer.Response
 			h.answerOrder = append(h.answerOrder, answer.Request)
 		}
