@@ -124,6 +124,9 @@ type Coordinator struct {
 	// coordinators of the partition (see newMemberID).
 	incarnation   uint64
 	memberCounter uint64
+	// leadership is what the host said of the partition's leadership
+	// (SetLeadership), mixed into the incarnation.
+	leadership uint64
 
 	nextExpiryCheckMs int64
 	// nextDeadlineMs is at or before the earliest timer of any group
@@ -171,6 +174,13 @@ func (c *Coordinator) Load(offset int64, record Record) error {
 	return nil
 }
 
+// SetLeadership tells the coordinator which leadership of its partition it
+// serves (for example the broker id and the leader epoch), before
+// FinishLoad. It only feeds the member ids it hands out: without it, two
+// coordinators of the partition that began serving in the same millisecond
+// after loading the same log would issue the same ids.
+func (c *Coordinator) SetLeadership(value uint64) { c.leadership = value }
+
 // FinishLoad ends the replay: each loaded group becomes live (Stable with
 // its members, or Empty), every member's session starts now, and the
 // coordinator serves.
@@ -180,7 +190,7 @@ func (c *Coordinator) FinishLoad(nowMs int64) {
 	}
 	c.phase = serving
 	c.nowMs = nowMs
-	c.incarnation = uint64(nowMs)<<20 ^ uint64(c.loadedOffset+1)
+	c.incarnation = mix([]byte(fmt.Sprintf("%d/%d/%d", nowMs, c.loadedOffset, c.leadership)))
 	c.nextExpiryCheckMs = nowMs + c.config.OffsetsRetentionCheckIntervalMs
 	for _, id := range sortedKeys(c.durable) {
 		group := groupFromDurable(id, c.durable[id], c.config, nowMs)
