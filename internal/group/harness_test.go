@@ -54,6 +54,7 @@ func (h *harness) send(request kmsg.Request) RequestID {
 	h.nextRequest++
 	h.coordinator.HandleFrom(h.nowMs, h.nextRequest, Client{ID: "client", Host: "/127.0.0.1"}, request)
 	h.drain()
+	h.checkInvariants()
 	return h.nextRequest
 }
 
@@ -137,6 +138,14 @@ func (h *harness) advance(ms int64) {
 	h.nowMs += ms
 	h.coordinator.Tick(h.nowMs)
 	h.drain()
+	h.checkInvariants()
+}
+
+func (h *harness) checkInvariants() {
+	h.t.Helper()
+	if err := h.coordinator.CheckInvariants(); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 // answer is the response to a request, failing the test if none came.

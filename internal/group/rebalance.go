@@ -135,7 +135,7 @@ func (c *Coordinator) replaceStaticMember(group *group, old *member, join joinRe
 	if group.state == stateStable && group.protocolAfter(replaced, join.protocols) == group.protocol {
 		replaced.protocols, replaced.sessionTimeoutMs, replaced.rebalanceTimeoutMs = join.protocols, join.sessionTimeoutMs, join.rebalanceTimeoutMs
 		replaced.heartbeatDeadlineMs = c.at(c.nowMs + int64(replaced.sessionTimeoutMs))
-		park := c.parkFor(join)
+		park := &parked{request: join.id, version: join.version} // held by the append, bounded by MaxPendingAppends
 		generation := group.generation
 		c.write([]Record{groupMetadataRecord(group.id, group.metadataValue())}, func(errorCode int16) {
 			if errorCode != 0 {

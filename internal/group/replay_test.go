@@ -374,6 +374,9 @@ func runReplayProperty(t testing.TB, seed int64, steps int, config Config) strin
 func (run *replayRun) run(steps int) string {
 	for i := 0; i < steps && run.failure == ""; i++ {
 		run.step()
+		if err := run.h.coordinator.CheckInvariants(); err != nil && run.failure == "" {
+			run.failure = fmt.Sprintf("step %d: %v", i, err)
+		}
 	}
 	run.h.commitAll()
 	run.collectAnswers()
