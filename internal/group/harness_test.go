@@ -168,9 +168,9 @@ func (h *harness) answered(id RequestID) bool {
 func (h *harness) failover() {
 	h.coordinator.Unload()
 	h.drain()
-	next := h.replay(false)
-	h.coordinator, h.inFlight = next, nil
 	h.coordinators++
+	next := h.replayFor(false, uint64(h.coordinators))
+	h.coordinator, h.inFlight = next, nil
 }
 
 // replay loads the committed records (or, with uncommitted, every record
@@ -178,7 +178,15 @@ func (h *harness) failover() {
 // coordinator.
 func (h *harness) replay(uncommitted bool) *Coordinator {
 	h.t.Helper()
+	return h.replayFor(uncommitted, 0)
+}
+
+// replayFor is replay for a coordinator of the given leadership (a new
+// leader epoch at each failover, as the host passes it).
+func (h *harness) replayFor(uncommitted bool, leadership uint64) *Coordinator {
+	h.t.Helper()
 	replayed := NewCoordinator(h.config, 0)
+	replayed.SetLeadership(leadership)
 	for offset, entry := range h.log {
 		if !entry.committed && !uncommitted {
 			continue
