@@ -88,3 +88,16 @@ func TestErrorsByState(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadedGroupOverMaxSizeRebalances: a group loaded with more members
+// than group.max.size (lowered since) is made to rebalance, and members
+// beyond the limit are refused as they rejoin.
+func TestLoadedGroupOverMaxSizeRebalances(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	stableGroup(t, h, "g")
+	h.config.MaxSize = 1
+	loaded := h.replay(false)
+	if state := loaded.groups["g"].state; state != statePreparingRebalance {
+		t.Fatalf("a loaded group over group.max.size is %s", state)
+	}
+}
