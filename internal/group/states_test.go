@@ -100,4 +100,13 @@ func TestLoadedGroupOverMaxSizeRebalances(t *testing.T) {
 	if state := loaded.groups["g"].state; state != statePreparingRebalance {
 		t.Fatalf("a loaded group over group.max.size is %s", state)
 	}
+	h.coordinator = loaded
+	members := loaded.groups["g"].sortedMemberIDs()
+	first := h.send(joinRequestFor(9, "g", members[0]))
+	if got := joinResponseOf(t, h, h.send(joinRequestFor(9, "g", members[1]))).ErrorCode; got != kerr.GroupMaxSizeReached.Code {
+		t.Fatalf("the second member's rejoin: %d", got)
+	}
+	if got := joinResponseOf(t, h, first); got.ErrorCode != 0 || got.Generation != 2 {
+		t.Fatalf("the first member's rejoin: %+v", got)
+	}
 }
