@@ -192,6 +192,7 @@ func (c *Coordinator) FinishLoad(nowMs int64) {
 	c.nowMs = nowMs
 	c.incarnation = mix([]byte(fmt.Sprintf("%d/%d/%d", nowMs, c.loadedOffset, c.leadership)))
 	c.nextExpiryCheckMs = nowMs + c.config.OffsetsRetentionCheckIntervalMs
+	c.nextDeadlineMs = nowMs // the loaded members' sessions
 	for _, id := range sortedKeys(c.durable) {
 		group := groupFromDurable(id, c.durable[id], c.config, nowMs)
 		c.groups[id] = group

@@ -201,7 +201,9 @@ func (c *Coordinator) expireOffsets() {
 		// new coordinator would load them.
 		for _, groupID := range deletedGroups {
 			if _, live := c.groups[groupID]; !live && c.durable[groupID] != nil {
-				c.groups[groupID] = groupFromDurable(groupID, c.durable[groupID], c.config, c.nowMs)
+				revived := groupFromDurable(groupID, c.durable[groupID], c.config, c.nowMs)
+				c.groups[groupID] = revived
+				c.at(revived.earliestDeadlineMs())
 			}
 		}
 	})
