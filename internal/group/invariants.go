@@ -17,6 +17,9 @@ func (c *Coordinator) CheckInvariants() error {
 		if err != nil {
 			return fmt.Errorf("group %q: %w", id, err)
 		}
+		if earliest := group.earliestDeadlineMs(); c.phase == serving && earliest < c.nextDeadlineMs {
+			return fmt.Errorf("group %q has a timer at %d, before the next deadline Tick looks at, %d", id, earliest, c.nextDeadlineMs)
+		}
 		parked += count
 	}
 	if c.phase == serving && parked != c.parked {
