@@ -70,6 +70,8 @@ const (
 // pendingAppend is an Append handed out and not yet reported.
 type pendingAppend struct {
 	records []Record
+	// decoded are the records as decoded from their bytes.
+	decoded []decodedRecord
 	// groups are the groups the records are of, once each.
 	groups []string
 	// offsets are the offset keys the records set or delete, by group.
@@ -276,7 +278,7 @@ func (c *Coordinator) completeAppend(id AppendID, errorCode int16) {
 		return
 	}
 	if errorCode == 0 {
-		c.applyRecords(write.records)
+		c.applyAll(write.decoded)
 		write.done(0)
 		return
 	}
@@ -398,10 +400,13 @@ func (c *Coordinator) write(records []Record, done func(errorCode int16)) {
 	c.ready.Appends = append(c.ready.Appends, Append{ID: id, Records: records})
 	pending := &pendingAppend{records: records, done: done, offsets: map[string][]topicPartition{}}
 	for _, record := range records {
+		// Decoded from the bytes written, so the durable view is built
+		// from exactly what a coordinator that loads the log will read.
 		decoded, err := decodeRecord(record)
 		if err != nil {
 			panic(fmt.Sprintf("group: a record this coordinator wrote does not decode: %v", err))
 		}
+		pending.decoded = append(pending.decoded, decoded)
 		if len(pending.groups) == 0 || pending.groups[len(pending.groups)-1] != decoded.group {
 			pending.groups = append(pending.groups, decoded.group)
 			c.pendingByGroup[decoded.group]++
@@ -413,7 +418,7 @@ func (c *Coordinator) write(records []Record, done func(errorCode int16)) {
 	c.pending[id] = pending
 	if !c.config.Rules.On(rules.AnswerAfterCommit) {
 		pending.appliedEarly = true
-		c.applyRecords(records)
+		c.applyAll(pending.decoded)
 		done(0)
 	}
 }
@@ -435,14 +440,10 @@ func (c *Coordinator) hasPendingWritesFor(id string) bool { return c.pendingByGr
 // canWrite reports whether another append fits under MaxPendingAppends.
 func (c *Coordinator) canWrite() bool { return len(c.pending) < c.config.MaxPendingAppends }
 
-// applyRecords applies records this coordinator wrote to the durable view.
-func (c *Coordinator) applyRecords(records []Record) {
+// applyAll applies records this coordinator wrote to the durable view.
+func (c *Coordinator) applyAll(records []decodedRecord) {
 	for _, record := range records {
-		decoded, err := decodeRecord(record)
-		if err != nil {
-			panic(fmt.Sprintf("group: a record this coordinator wrote does not decode: %v", err))
-		}
-		c.apply(decoded)
+		c.apply(record)
 	}
 }
 
