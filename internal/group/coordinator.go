@@ -198,9 +198,10 @@ func (c *Coordinator) FinishLoad(nowMs int64) {
 	for _, id := range sortedKeys(c.durable) {
 		group := groupFromDurable(id, c.durable[id], c.config, nowMs)
 		c.groups[id] = group
-		if len(group.members) > int(c.config.MaxSize) {
-			// group.max.size was lowered: the group rebalances, and
-			// members beyond it are refused as they rejoin.
+		if len(group.members) > int(c.config.MaxSize) || (len(group.members) > 0 && group.protocol == "") {
+			// group.max.size was lowered (members beyond it are refused
+			// as they rejoin), or the record names no protocol for its
+			// members: the group rebalances.
 			c.prepareRebalance(group)
 		}
 	}

@@ -143,6 +143,9 @@ func groupFromDurable(id string, durable *durableGroup, config Config, nowMs int
 		group.stateTimestampMs = metadata.stateTimestampMs
 	}
 	for _, stored := range metadata.members {
+		if _, taken := group.members[stored.memberID]; taken || stored.memberID == "" || group.instances[stored.instanceID] != "" {
+			continue // not a record Kafka or tide writes: the first holder of an id keeps it
+		}
 		member := &member{id: stored.memberID, instanceID: stored.instanceID, clientID: stored.clientID, clientHost: stored.clientHost,
 			sessionTimeoutMs: stored.sessionTimeoutMs, rebalanceTimeoutMs: stored.rebalanceTimeoutMs, protocolType: metadata.protocolType,
 			protocols: []protocol{{name: metadata.protocol, metadata: stored.subscription}}, assignment: stored.assignment,
@@ -158,8 +161,11 @@ func groupFromDurable(id string, durable *durableGroup, config Config, nowMs int
 	if len(group.members) > 0 {
 		group.state = stateStable
 	}
-	if _, ok := group.members[group.leader]; !ok && len(group.members) > 0 {
-		group.leader = group.sortedMemberIDs()[0]
+	if _, ok := group.members[group.leader]; !ok {
+		group.leader = ""
+		if len(group.members) > 0 {
+			group.leader = group.sortedMemberIDs()[0]
+		}
 	}
 	return group
 }
