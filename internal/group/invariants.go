@@ -46,7 +46,7 @@ func (c *Coordinator) CheckInvariants() error {
 func (g *group) checkInvariants() (held int, err error) {
 	switch {
 	case g.state == stateEmpty && len(g.members) > 0:
-		return 0, fmt.Errorf("Empty with %d members", len(g.members))
+		return 0, fmt.Errorf("state Empty with %d members", len(g.members))
 	case g.state != stateEmpty && g.state != stateDead && g.state != statePreparingRebalance && len(g.members) == 0:
 		return 0, fmt.Errorf("%s without members", g.state)
 	case (g.state == stateStable || g.state == stateCompletingRebalance) && g.protocol == "":
