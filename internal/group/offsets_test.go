@@ -186,3 +186,23 @@ func TestUncertainAppendErrorStopsTheCoordinator(t *testing.T) {
 		t.Fatalf("the next commit: error %d, unloaded %t", got, h.coordinator.Unloaded())
 	}
 }
+
+// TestOffsetFetchAllTopics: from v2, no topics means every committed
+// offset of the group, sorted; from v8 per group.
+func TestOffsetFetchAllTopics(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.send(commitRequest(8, "g", -1, "", "orders", map[int32]int64{0: 4, 1: 5}))
+	h.send(commitRequest(8, "g", -1, "", "audit", map[int32]int64{0: 9}))
+	single := h.answer(h.send(&kmsg.OffsetFetchRequest{Version: 7, Group: "g"})).(*kmsg.OffsetFetchResponse)
+	if len(single.Topics) != 2 || single.Topics[0].Topic != "audit" || len(single.Topics[1].Partitions) != 2 || single.Topics[1].Partitions[1].Offset != 5 {
+		t.Fatalf("v7 all topics: %+v", single.Topics)
+	}
+	multiple := h.answer(h.send(&kmsg.OffsetFetchRequest{Version: 8, Groups: []kmsg.OffsetFetchRequestGroup{{Group: "g"}, {Group: "none"}}})).(*kmsg.OffsetFetchResponse)
+	if len(multiple.Groups) != 2 || len(multiple.Groups[0].Topics) != 2 || len(multiple.Groups[1].Topics) != 0 || multiple.Groups[1].ErrorCode != 0 {
+		t.Fatalf("v8 all topics: %+v", multiple.Groups)
+	}
+	old := h.answer(h.send(&kmsg.OffsetFetchRequest{Version: 1, Group: "g"})).(*kmsg.OffsetFetchResponse)
+	if len(old.Topics) != 0 {
+		t.Fatalf("v1 has no all-topics form, yet answered %+v", old.Topics)
+	}
+}
