@@ -28,6 +28,7 @@ var pure = []string{
 	"internal/codec",
 	"internal/producer",
 	"internal/logconfig",
+	"internal/group",
 	"internal/group/assignor",
 	"internal/group/reconcile",
 	"internal/group/consumerheartbeat",
@@ -73,11 +74,12 @@ var forbidden = []string{"net", "os", "math/rand", "math/rand/v2", "sync", "sync
 // both to concurrency 1, with which they decode synchronously in the caller
 // (zstd's sync stream decoder, lz4's non-concurrent reader).
 //
-// franz-go's kmsg holds the Kafka request and response types and their
-// encoding: bytes and structs in memory, no I/O. The group packages take
-// requests as kmsg values (consumerheartbeat validates a
-// kmsg.ConsumerGroupHeartbeatRequest).
-var allowedExternal = []string{"github.com/twmb/franz-go/pkg/kerr", "github.com/twmb/franz-go/pkg/kmsg",
+// franz-go's kmsg and kbin encode and decode Kafka messages in memory; the
+// group packages take requests and give answers as kmsg values
+// (consumerheartbeat validates a kmsg.ConsumerGroupHeartbeatRequest) and
+// the coordinator writes __consumer_offsets records in kmsg's encodings.
+var allowedExternal = []string{"github.com/twmb/franz-go/pkg/kerr",
+	"github.com/twmb/franz-go/pkg/kmsg", "github.com/twmb/franz-go/pkg/kbin",
 	"go.etcd.io/raft/v3", "go.etcd.io/raft/v3/raftpb", "google.golang.org/protobuf/proto",
 	"github.com/klauspost/compress/zstd", "github.com/klauspost/compress/s2", "github.com/pierrec/lz4/v4"}
 

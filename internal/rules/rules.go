@@ -75,11 +75,30 @@ const (
 	// in All(). Its check is internal/group/reconcile's heartbeat
 	// simulation; it joins All() when the simulator's workload has groups.
 	RevokeBeforeAssign Rule = "revoke-before-assign"
+	// AnswerAfterCommit is the lost offset commit: a group coordinator
+	// that answers an OffsetCommit (or hands out a SyncGroup's assignment)
+	// as soon as it has written the record, before the high watermark of
+	// __consumer_offsets passes it, tells the consumer its position is
+	// safe; when the coordinator's leadership moves and the uncommitted
+	// record is truncated, the next coordinator replays a log without it
+	// and the consumer group resumes from an older offset (reprocessing),
+	// or members consume on an assignment no later coordinator knows. The
+	// rule: answer only once the append is committed (Kafka defers the
+	// response until the high watermark passes the records).
+	AnswerAfterCommit Rule = "answer-after-commit"
+	// LoadCommittedOnly is the replayed phantom: a new group coordinator
+	// that loads __consumer_offsets up to its log end instead of its high
+	// watermark serves offsets and group metadata that may still be
+	// truncated, so its answers and the log's eventual content resolve the
+	// same key differently. The rule: load only records below the high
+	// watermark (Kafka's loader reads what is committed before serving).
+	LoadCommittedOnly Rule = "load-committed-only"
 )
 
 // All lists every rule, in a stable order.
 func All() []Rule {
-	return []Rule{EpochTruncation, FencedFetch, EpochSafeISRJoin, MonotonicHighWatermark, OrderedMetadata, CommittedMeansDurable, CleanBelowHighWatermark}
+	return []Rule{EpochTruncation, FencedFetch, EpochSafeISRJoin, MonotonicHighWatermark, OrderedMetadata, CommittedMeansDurable, CleanBelowHighWatermark,
+		AnswerAfterCommit, LoadCommittedOnly}
 }
 
 // Parse returns the rule with the given name.

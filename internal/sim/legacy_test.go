@@ -14,6 +14,12 @@ var legacyBudget = 1500
 func TestEachLegacyRuleIsFound(t *testing.T) {
 	for _, rule := range rules.All() {
 		t.Run(string(rule), func(t *testing.T) {
+			if rule == rules.AnswerAfterCommit || rule == rules.LoadCommittedOnly {
+				// Consumer groups are not in the simulator's workload yet;
+				// internal/group's replay property finds both until they
+				// are (TestReplayPropertyCatchesEachLegacyRule).
+				t.Skip("no group workload in the simulator yet")
+			}
 			t.Parallel()
 			for seed := uint64(1); seed <= uint64(legacyBudget); seed++ {
 				result := Run(Options{Seed: seed, Legacy: []rules.Rule{rule}})

@@ -1,0 +1,93 @@
+package group
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// FuzzLoad feeds arbitrary record bytes to Load, two records at a time:
+// a bad record is an error, never a panic, and a coordinator that loaded
+// whatever decoded keeps its invariants and serves the group it names.
+func FuzzLoad(f *testing.F) {
+	offset := committedOffset{offset: 5, leaderEpoch: 2, metadata: "m", commitTimestampMs: 1, expireTimestampMs: -1}
+	metadata := groupMetadataRecord("g", groupMetadata{protocolType: "consumer", generation: 3, protocol: "range", leader: "m",
+		members: []persistedMember{{memberID: "m", instanceID: "i", sessionTimeoutMs: 10000, rebalanceTimeoutMs: -1}}})
+	for _, record := range []Record{
+		offsetCommitRecord("g", topicPartition{"t", 0}, offset),
+		offsetTombstone("g", topicPartition{"t", 0}),
+		metadata,
+		groupTombstone("g"),
+	} {
+		f.Add(record.Key, record.Value, record.Value == nil, metadata.Key, metadata.Value)
+	}
+	f.Add([]byte{0, 9, 1}, []byte{0, 4, 0}, false, []byte{0, 2}, []byte{})
+	f.Fuzz(func(t *testing.T, key, value []byte, tombstone bool, secondKey, secondValue []byte) {
+		if tombstone {
+			value = nil
+		} else if value == nil {
+			value = []byte{}
+		}
+		h := &harness{t: t, config: DefaultConfig(), nowMs: 1000, answers: map[RequestID]kmsg.Response{}, autoCommit: true}
+		h.coordinator = NewCoordinator(h.config, 0)
+		_ = h.coordinator.Load(0, Record{Key: key, Value: value})
+		_ = h.coordinator.Load(1, Record{Key: secondKey, Value: secondValue})
+		h.coordinator.FinishLoad(h.nowMs)
+		h.checkInvariants()
+		groups := sortedKeys(h.coordinator.groups)
+		h.send(&kmsg.DescribeGroupsRequest{Version: 5, Groups: groups})
+		h.send(&kmsg.ListGroupsRequest{Version: 5})
+		for _, id := range groups {
+			group := h.coordinator.groups[id]
+			h.send(&kmsg.OffsetFetchRequest{Version: 7, Group: id})
+			for _, memberID := range group.sortedMemberIDs() {
+				h.send(&kmsg.HeartbeatRequest{Version: 4, Group: id, MemberID: memberID, Generation: group.generation})
+				h.send(syncRequestFor(id, memberID, group.generation, nil))
+				h.send(joinRequestFor(9, id, memberID))
+			}
+			h.send(joinRequestFor(9, id, ""))
+		}
+		h.advance(700000)
+		for id := RequestID(1); id <= h.nextRequest; id++ {
+			if !h.answered(id) {
+				t.Fatalf("request %d not answered", id)
+			}
+		}
+	})
+}
+
+// FuzzHandle decodes arbitrary bytes as each group request at each version
+// and hands what decodes to a coordinator with a Stable group: whatever
+// the fields say, it answers with a Kafka error code or a result, exactly
+// once, and never panics.
+func FuzzHandle(f *testing.F) {
+	f.Add(int16(11), int16(9), (&kmsg.JoinGroupRequest{Version: 9, Group: "g", SessionTimeoutMillis: 10000, ProtocolType: "consumer",
+		Protocols: []kmsg.JoinGroupRequestProtocol{{Name: "range"}}}).AppendTo(nil))
+	f.Add(int16(8), int16(8), (&kmsg.OffsetCommitRequest{Version: 8, Group: "g", Generation: 1,
+		Topics: []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Offset: 1}}}}}).AppendTo(nil))
+	f.Add(int16(14), int16(5), (&kmsg.SyncGroupRequest{Version: 5, Group: "g", Generation: 1}).AppendTo(nil))
+	f.Add(int16(13), int16(3), (&kmsg.LeaveGroupRequest{Version: 3, Group: "g", Members: []kmsg.LeaveGroupRequestMember{{}}}).AppendTo(nil))
+	f.Fuzz(func(t *testing.T, key, version int16, body []byte) {
+		request := kmsg.RequestForKey(key)
+		switch request.(type) {
+		case *kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest, *kmsg.HeartbeatRequest, *kmsg.LeaveGroupRequest, *kmsg.OffsetCommitRequest,
+			*kmsg.OffsetFetchRequest, *kmsg.DescribeGroupsRequest, *kmsg.ListGroupsRequest, *kmsg.DeleteGroupsRequest, *kmsg.OffsetDeleteRequest:
+		default:
+			return
+		}
+		if version < 0 || version > request.MaxVersion() {
+			return
+		}
+		request.SetVersion(version)
+		if err := request.ReadFrom(body); err != nil {
+			return
+		}
+		h := newHarness(t, DefaultConfig())
+		stableGroup(t, h, "g")
+		id := h.send(request)
+		h.advance(700000)
+		if !h.answered(id) {
+			t.Fatalf("key %d v%d not answered", key, version)
+		}
+	})
+}
