@@ -282,6 +282,7 @@ func (n *Node) TakeOutbox() Outbox {
 // lone ISR would advance its high watermark over records never committed.
 func (n *Node) ApplyMetadata(entries []metadata.Entry) error {
 	changed := map[metadata.TopicPartition]bool{}
+	configured := map[string]bool{}
 	brokersChanged := false
 	for _, entry := range entries {
 		if entry.Offset <= n.image.Offset() {
@@ -315,6 +316,8 @@ func (n *Node) ApplyMetadata(entries []metadata.Entry) error {
 			n.adoptTopicID(rec.Name, rec.ID)
 		case metadata.ProducerIDs:
 			// Blocks reach their broker in the controller's answer.
+		case metadata.ConfigRecord:
+			n.noteConfigured(rec.Resource, configured)
 		default:
 			brokersChanged = true
 		}
@@ -327,6 +330,9 @@ func (n *Node) ApplyMetadata(entries []metadata.Entry) error {
 			n.process(tp, p)
 		}
 	}
+	// Configs first: a replica must hold the batch's min.insync.replicas
+	// before it sees the batch's partition epochs (rule min-isr-race).
+	n.applyTopicConfigs(configured)
 	list := make([]metadata.TopicPartition, 0, len(changed))
 	for tp := range changed {
 		list = append(list, tp)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidelog/tide/internal/commitlog"
 	"github.com/tidelog/tide/internal/logconfig"
+	"github.com/tidelog/tide/internal/metadata"
 )
 
 // topicSetting is a topic's value of a topic config as the metadata log
@@ -92,4 +93,39 @@ func (n *Node) topicCleanerConfig(topic string) (commitlog.CleanerConfig, bool) 
 		}
 	}
 	return config, true
+}
+
+// noteConfigured adds the topics a config record reaches to configured:
+// the topic, or for a cluster-wide default every topic.
+func (n *Node) noteConfigured(resource metadata.ConfigResource, configured map[string]bool) {
+	if resource.Type == metadata.ConfigTopic {
+		configured[resource.Name] = true
+		return
+	}
+	for _, topic := range n.image.Topics() {
+		configured[topic] = true
+	}
+}
+
+// applyTopicConfigs hands the hosted partitions of the configured topics
+// their configs as the image now has them, at once: Kafka's leader reads a
+// topic's config for each request, and an operator who changes one expects
+// it to hold from then on, not from the next restart.
+func (n *Node) applyTopicConfigs(configured map[string]bool) {
+	if len(configured) == 0 {
+		return
+	}
+	for _, tp := range n.Partitions() {
+		if !configured[tp.Topic] {
+			continue
+		}
+		config, ok := n.image.TopicConfig(tp.Topic)
+		if !ok {
+			continue
+		}
+		p := n.partitions[tp]
+		logConfig := n.logConfig(tp.Topic)
+		p.replica.SetTopicConfig(config.MinInsyncReplicas, logConfig.LogAppendTime)
+		n.process(tp, p)
+	}
 }

@@ -139,6 +139,11 @@ func CreateTopic(img *metadata.Image, request CreateTopicRequest, random io.Read
 			return nil, 0, err
 		}
 	}
+	// A topic that sets no min.insync.replicas of its own takes the
+	// cluster-wide dynamic default, which must fit it too.
+	if created, _ := d.image.TopicConfig(request.Name); created.MinInsyncReplicas > request.ReplicationFactor {
+		return nil, kerr.InvalidConfig.Code, nil
+	}
 	return d.records, 0, nil
 }
 

@@ -275,6 +275,26 @@ func (r *Replica) SetBrokers(brokers []metadata.BrokerState) {
 	}
 }
 
+// SetTopicConfig applies a live change of the topic's
+// min.insync.replicas and message.timestamp.type, at once, as Kafka's
+// leader reads them for each request: the next acks=all produce, the next
+// high watermark step and the next produced batch see the new values. A
+// lower min.insync.replicas may let the high watermark advance now, and
+// the acks waiting for it be answered. The caller applies it before any
+// partition state of the same metadata batch (rule min-isr-race): a leader
+// must never count an ISR the controller decided under a higher value
+// against a lower one. A value below 1 is a bug of the caller.
+func (r *Replica) SetTopicConfig(minInsyncReplicas int, logAppendTime bool) {
+	if minInsyncReplicas < 1 {
+		panic(fmt.Sprintf("replica %s: min.insync.replicas %d", r.config.Partition, minInsyncReplicas))
+	}
+	r.config.MinInsyncReplicas, r.config.LogAppendTime = minInsyncReplicas, logAppendTime
+	if r.role == Leader {
+		r.maybeAdvanceHighWatermark()
+		r.answerLeaderAcks()
+	}
+}
+
 // ApplyPartitionState applies the partition's state from the metadata log
 // and reports whether it was applied. Rule kafka-4414 (ordered metadata):
 // state older than the state held (by partition epoch or leader epoch) is

@@ -59,11 +59,25 @@ const (
 	// ends at the high watermark (Kafka's first uncleanable offset is at
 	// most the last stable offset, which is at most the high watermark).
 	CleanBelowHighWatermark Rule = "clean-above-hw"
+	// MinISRRace is the min.insync.replicas race of a live config change:
+	// a leader proposed an ISR shrink while it still held the old, lower
+	// min.insync.replicas; the controller, already at the new value,
+	// accepted it and kept the removed follower eligible (ELR, KIP-966);
+	// the leader applied the answer before the config reached it and
+	// advanced the high watermark past that follower on a too-small ISR.
+	// When every ISR member failed, the follower was elected from the ELR
+	// without committed records. The rule: a min.insync.replicas change
+	// bumps the partition epoch of every partition of the topic in the
+	// same metadata entry, so a shrink built before the change fails the
+	// compare-and-set (KIP-497) and the leader proposes it again once it
+	// holds the new value.
+	MinISRRace Rule = "min-isr-race"
 )
 
 // All lists every rule, in a stable order.
 func All() []Rule {
-	return []Rule{EpochTruncation, FencedFetch, EpochSafeISRJoin, MonotonicHighWatermark, OrderedMetadata, CommittedMeansDurable, CleanBelowHighWatermark}
+	return []Rule{EpochTruncation, FencedFetch, EpochSafeISRJoin, MonotonicHighWatermark, OrderedMetadata, CommittedMeansDurable, CleanBelowHighWatermark,
+		MinISRRace}
 }
 
 // Parse returns the rule with the given name.

@@ -86,7 +86,7 @@ func (h *Handler) handleCreateTopics(x *exchange) error {
 		}
 		for k, code := range codes {
 			entry := &response.Topics[positions[k]]
-			fillCreatedTopic(entry, forward.Topics[k], code, cluster.Config)
+			fillCreatedTopic(entry, forward.Topics[k], code, cluster)
 			if topic, ok := h.backend.Topic(entry.Topic); ok && code == 0 && !forward.ValidateOnly {
 				entry.TopicID = topic.ID
 			}
@@ -156,7 +156,7 @@ func setTopicConfig(config *metadata.TopicConfig, name, value string) error {
 }
 
 // fillCreatedTopic writes the Backend's answer for one topic.
-func fillCreatedTopic(entry *kmsg.CreateTopicsResponseTopic, create controller.CreateTopicRequest, code int16, broker BrokerConfig) {
+func fillCreatedTopic(entry *kmsg.CreateTopicsResponseTopic, create controller.CreateTopicRequest, code int16, cluster Cluster) {
 	entry.ErrorCode = code
 	if code != 0 {
 		message := controller.CodeName(code)
@@ -164,9 +164,17 @@ func fillCreatedTopic(entry *kmsg.CreateTopicsResponseTopic, create controller.C
 		return
 	}
 	entry.NumPartitions, entry.ReplicationFactor = int32(create.Partitions), int16(create.ReplicationFactor)
-	for _, config := range topicConfigs(metadata.Topic{Config: create.Config, Configs: create.Configs}, broker) {
+	config := create.Config
+	if value, ok := cluster.DynamicDefaults["min.insync.replicas"]; ok && create.Configs["min.insync.replicas"] == "" {
+		config.MinInsyncReplicas, _ = strconv.Atoi(strings.TrimSpace(value))
+	}
+	if value, ok := cluster.DynamicDefaults["unclean.leader.election.enable"]; ok && create.Configs["unclean.leader.election.enable"] == "" {
+		config.UncleanLeaderElection = strings.EqualFold(strings.TrimSpace(value), "true")
+	}
+	for _, config := range topicConfigs(metadata.Topic{Config: config, Configs: create.Configs}, cluster) {
+		first := config.chain[0]
 		described := kmsg.NewCreateTopicsResponseTopicConfig()
-		described.Name, described.Value, described.ReadOnly, described.Source = config.name, &config.value, readOnlyConfig(config.name), int8(config.source)
+		described.Name, described.Value, described.ReadOnly, described.Source = config.name, &first.value, config.readOnly, int8(first.source)
 		entry.Configs = append(entry.Configs, described)
 	}
 }

@@ -1,0 +1,84 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// min.insync.replicas and unclean.leader.election.enable change on a live
+// topic (no longer read-only), within the replication factor; the sources
+// and synonym chains follow Kafka's order: the topic's value, the
+// cluster-wide dynamic default, the broker's static setting, the default;
+// and DescribeBrokerConfigs of the resource "" shows the dynamic defaults.
+func TestKadmLiveDecisionConfigsAndSources(t *testing.T) {
+	seed := startInProcessWith(t, func(config *Config) { config.RetentionMs = 5_000_000 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.RetryTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	admin := kadm.NewClient(client)
+	if created, err := admin.CreateTopic(ctx, 1, 1, nil, "live"); err != nil || created.Err != nil {
+		t.Fatalf("CreateTopic: %v %v", err, created.Err)
+	}
+	set := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "min.insync.replicas", Value: kadm.StringPtr("1")},
+		{Op: kadm.SetConfig, Name: "unclean.leader.election.enable", Value: kadm.StringPtr("true")}}
+	if responses, err := admin.AlterTopicConfigs(ctx, set, "live"); err != nil || responses[0].Err != nil {
+		t.Fatalf("AlterTopicConfigs: %v %+v", err, responses)
+	}
+	got := describedTopicConfigs(ctx, t, admin, "live")
+	for _, name := range []string{"min.insync.replicas", "unclean.leader.election.enable"} {
+		if config := got[name]; config.Source.String() != "DYNAMIC_TOPIC_CONFIG" {
+			t.Errorf("%s: %+v", name, config)
+		}
+	}
+	above := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "min.insync.replicas", Value: kadm.StringPtr("2")}}
+	responses, _ := admin.AlterTopicConfigs(ctx, above, "live")
+	if len(responses) != 1 || !errors.Is(responses[0].Err, kerr.InvalidConfig) || !strings.Contains(responses[0].ErrMessage, "replication factor") {
+		t.Fatalf("min.insync.replicas above the replication factor: %+v", responses)
+	}
+
+	if retention := got["retention.ms"]; *retention.Value != "5000000" || retention.Source.String() != "STATIC_BROKER_CONFIG" ||
+		chain(retention) != "log.retention.ms=5000000 STATIC_BROKER_CONFIG, log.retention.ms=604800000 DEFAULT_CONFIG" {
+		t.Errorf("retention.ms with a static log.retention.ms: %s = %s, chain %s", *retention.Value, retention.Source, chain(retention))
+	}
+	defaults := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "log.retention.ms", Value: kadm.StringPtr("3600000")}}
+	if responses, err := admin.AlterBrokerConfigs(ctx, defaults); err != nil || responses[0].Err != nil {
+		t.Fatalf("AlterBrokerConfigs: %v %+v", err, responses)
+	}
+	got = describedTopicConfigs(ctx, t, admin, "live")
+	if retention := got["retention.ms"]; *retention.Value != "3600000" || retention.Source.String() != "DYNAMIC_DEFAULT_BROKER_CONFIG" ||
+		!strings.HasPrefix(chain(retention), "log.retention.ms=3600000 DYNAMIC_DEFAULT_BROKER_CONFIG, log.retention.ms=5000000 STATIC_BROKER_CONFIG") {
+		t.Errorf("retention.ms under a dynamic default: %s = %s, chain %s", *retention.Value, retention.Source, chain(retention))
+	}
+	described, err := admin.DescribeBrokerConfigs(ctx)
+	if err != nil || len(described) != 1 || described[0].Err != nil {
+		t.Fatalf("DescribeBrokerConfigs of the cluster defaults: %v %+v", err, described)
+	}
+	if configs := described[0].Configs; len(configs) != 1 || configs[0].Key != "log.retention.ms" || *configs[0].Value != "3600000" ||
+		configs[0].Source.String() != "DYNAMIC_DEFAULT_BROKER_CONFIG" {
+		t.Errorf("the cluster defaults: %+v", configs)
+	}
+}
+
+// chain is a described config's synonyms, as "name=value SOURCE, ...".
+func chain(config kadm.Config) string {
+	var links []string
+	for _, synonym := range config.Synonyms {
+		value := "<nil>"
+		if synonym.Value != nil {
+			value = *synonym.Value
+		}
+		links = append(links, synonym.Key+"="+value+" "+synonym.Source.String())
+	}
+	return strings.Join(links, ", ")
+}
