@@ -404,8 +404,9 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	}
 	logConfig := n.logConfig(tp.Topic)
 	// max.message.bytes raises the batch bound for its topic; a value below
-	// the node's is not honoured (docs/compatibility.md): lowering the
-	// bound under batches already in the log would make them unreadable.
+	// the node's bounds only produced batches (replica.Config
+	// MaxMessageBytes): lowering the log's bound under batches already in
+	// it would make them unreadable.
 	maxBatchBytes := max(n.config.MaxBatchBytes, logConfig.MaxMessageBytes)
 	// Rule segment-holds-a-batch: Kafka accepts segment.bytes down to 14,
 	// but a commit log's segment must hold its largest batch; taken as
@@ -429,6 +430,7 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 		n.failed[tp] = fmt.Errorf("broker %d: read producer batches of %s: %w", n.config.ID, tp, err)
 		return nil, nil
 	}
+	topicConfig := n.replicaTopicConfig(tp.Topic, config)
 	r, err := replica.New(replica.Config{
 		Broker: n.config.ID, Partition: tp, MinInsyncReplicas: config.MinInsyncReplicas,
 		ReplicaLagTicks: n.config.ReplicaLagTicks, FetchRetryTicks: n.config.FetchRetryTicks,
@@ -436,6 +438,7 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 		ProposalRetryTicks: n.config.ProposalRetryTicks, FlushAlways: n.config.FlushAlways,
 		MaxBatchBytes: maxBatchBytes, MaxDecompressedBatchBytes: n.config.MaxDecompressedBatchBytes,
 		MaxPendingProduces: n.config.MaxPendingProduces, Rules: n.config.Rules, LogAppendTime: logConfig.LogAppendTime,
+		MaxMessageBytes: topicConfig.MaxMessageBytes, Compacted: topicConfig.Compacted,
 	}, replica.LogState{
 		LogStartOffset: log.LogStartOffset(), LogEndOffset: log.LogEndOffset(),
 		DurableEndOffset: log.DurableEndOffset(), HighWatermark: log.HighWatermark(), Epochs: log.Epochs(),

@@ -8,6 +8,7 @@ import (
 	"github.com/tidelog/tide/internal/commitlog"
 	"github.com/tidelog/tide/internal/logconfig"
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/replica"
 )
 
 // topicSetting is a topic's value of a topic config as the metadata log
@@ -124,8 +125,19 @@ func (n *Node) applyTopicConfigs(configured map[string]bool) {
 			continue
 		}
 		p := n.partitions[tp]
-		logConfig := n.logConfig(tp.Topic)
-		p.replica.SetTopicConfig(config.MinInsyncReplicas, logConfig.LogAppendTime)
+		p.replica.SetTopicConfig(n.replicaTopicConfig(tp.Topic, config))
 		n.process(tp, p)
+	}
+}
+
+// replicaTopicConfig is what a replica reads of its topic's configs: the
+// controller's min.insync.replicas, and the log settings the metadata log
+// and the node's own configuration give.
+func (n *Node) replicaTopicConfig(topic string, config metadata.TopicConfig) replica.TopicConfig {
+	logConfig := n.logConfig(topic)
+	_, compacted := n.cleanerConfigFor(topic)
+	return replica.TopicConfig{
+		MinInsyncReplicas: config.MinInsyncReplicas, LogAppendTime: logConfig.LogAppendTime,
+		MaxMessageBytes: logConfig.MaxMessageBytes, Compacted: compacted,
 	}
 }

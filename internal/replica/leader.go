@@ -159,6 +159,12 @@ func (r *Replica) HandleProduce(request ProduceRequest) {
 		r.refuseProduce(request.ID, err)
 		return
 	}
+	if r.config.Compacted {
+		if keyless := keylessRecords(request.Batches, headers, r.config.producerLimits()); len(keyless) > 0 {
+			r.refuseKeyless(request.ID, keyless)
+			return
+		}
+	}
 	if request.Acks == AcksAll && len(r.state.ISR) < r.config.MinInsyncReplicas {
 		r.answerProduce(request.ID, kerr.NotEnoughReplicas.Code, -1)
 		return

@@ -82,3 +82,45 @@ func chain(config kadm.Config) string {
 	}
 	return strings.Join(links, ", ")
 }
+
+// Produce checks a topic's configs: a record batch above the topic's
+// max.message.bytes, below the broker's bound, is MESSAGE_TOO_LARGE; a
+// record without a key on a compacted topic is INVALID_RECORD with
+// Kafka's message; raising max.message.bytes on the live topic lets the
+// batch in.
+func TestKgoProduceChecksTopicConfigs(t *testing.T) {
+	seed := startInProcess(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.RetryTimeout(10*time.Second), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	admin := kadm.NewClient(client)
+	small := map[string]*string{"max.message.bytes": kadm.StringPtr("1000")}
+	compacted := map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}
+	for name, configs := range map[string]map[string]*string{"small": small, "compacted": compacted} {
+		if created, err := admin.CreateTopic(ctx, 1, 1, configs, name); err != nil || created.Err != nil {
+			t.Fatalf("CreateTopic %s: %v %v", name, err, created.Err)
+		}
+	}
+	big := &kgo.Record{Topic: "small", Value: make([]byte, 2000)}
+	if err := client.ProduceSync(ctx, big).FirstErr(); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("2000 bytes on max.message.bytes 1000: %v, want MESSAGE_TOO_LARGE", err)
+	}
+	raised := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "max.message.bytes", Value: kadm.StringPtr("100000")}}
+	if responses, err := admin.AlterTopicConfigs(ctx, raised, "small"); err != nil || responses[0].Err != nil {
+		t.Fatalf("AlterTopicConfigs: %v %+v", err, responses)
+	}
+	if err := client.ProduceSync(ctx, &kgo.Record{Topic: "small", Value: make([]byte, 2000)}).FirstErr(); err != nil {
+		t.Fatalf("2000 bytes after max.message.bytes went to 100000: %v", err)
+	}
+	err = client.ProduceSync(ctx, &kgo.Record{Topic: "compacted", Value: []byte("no key")}).FirstErr()
+	if !errors.Is(err, kerr.InvalidRecord) {
+		t.Fatalf("a keyless record on a compacted topic: %v, want INVALID_RECORD", err)
+	}
+	if err := client.ProduceSync(ctx, &kgo.Record{Topic: "compacted", Key: []byte("k"), Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("a keyed record on a compacted topic: %v", err)
+	}
+}
