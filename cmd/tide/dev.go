@@ -66,6 +66,8 @@ type devOptions struct {
 	verbose        bool
 	topics         devTopicDefaults
 	rebalance      rebalanceOptions
+	// logs are the static log settings of every broker (serve_logflags.go).
+	logs logDefaults
 	// brokersGiven says --brokers was on the command line: a restart from
 	// --dir otherwise takes the count the directory holds.
 	brokersGiven bool
@@ -107,6 +109,9 @@ second Ctrl-C exits at once.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			options.brokersGiven = cmd.Flags().Changed("brokers")
+			if err := refuseZeroLogDefaults(cmd.Flags()); err != nil {
+				return usageError{err}
+			}
 			ctx, stop := interruptible(cmd.Context(), cmd.ErrOrStderr())
 			defer stop()
 			return runDev(ctx, options, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -124,6 +129,7 @@ second Ctrl-C exits at once.`,
 	flags.IntVar(&options.topics.replicationFactor, "default-replication-factor", 0,
 		"replicas of a topic created without a factor (default.replication.factor; 0: min(3, brokers))")
 	registerRebalanceFlags(flags, &options.rebalance, devLeaderImbalanceCheckInterval)
+	registerLogDefaultFlags(flags, &options.logs)
 	return command
 }
 
@@ -164,6 +170,9 @@ func (o devOptions) validate() error {
 	if err := o.rebalance.validate(); err != nil {
 		return err
 	}
+	if err := o.logs.validate(); err != nil {
+		return err
+	}
 	for _, port := range []struct {
 		flag  string
 		first int
@@ -202,6 +211,7 @@ func runDev(ctx context.Context, options devOptions, out, errOut io.Writer) erro
 		return err
 	}
 	layout.rebalance = options.rebalance
+	layout.logs = options.logs
 	if layout.dir, err = devDataDir(options.dir); err != nil {
 		for _, l := range layout.listeners {
 			l.Close()
@@ -269,6 +279,8 @@ type devLayout struct {
 	// topics are the topic defaults the nodes get (--auto-create-topics,
 	// --num-partitions, --default-replication-factor).
 	topics devTopicDefaults
+	// logs are every node's static log settings (--log-retention-ms, ...).
+	logs logDefaults
 }
 
 // devTopicDefaults are auto.create.topics.enable, num.partitions and
@@ -372,6 +384,7 @@ func (l devLayout) configs(logger *slog.Logger) []server.Config {
 			DefaultPartitions: l.topics.partitions, DefaultReplicationFactor: l.replicationFactor(),
 			DisableAutoCreateTopics: !l.topics.autoCreate, Logger: logger}
 		l.rebalance.apply(&configs[i])
+		l.logs.apply(&configs[i])
 	}
 	return configs
 }
