@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,6 +90,9 @@ func (n *Node) topicCleanerConfig(topic string) (commitlog.CleanerConfig, bool) 
 	if v, ok := n.topicInt(topic, "min.compaction.lag.ms"); ok {
 		config.MinCompactionLagMs = v
 	}
+	if v, ok := n.topicInt(topic, "max.compaction.lag.ms"); ok && v < math.MaxInt64 {
+		config.MaxCompactionLagMs = v
+	}
 	if value, ok := n.topicSetting(topic, "min.cleanable.dirty.ratio"); ok {
 		if ratio, err := strconv.ParseFloat(value, 64); err == nil {
 			config.MinCleanableDirtyRatio = ratio
@@ -126,6 +131,12 @@ func (n *Node) applyTopicConfigs(configured map[string]bool) {
 		}
 		p := n.partitions[tp]
 		p.replica.SetTopicConfig(n.replicaTopicConfig(tp.Topic, config))
+		logConfig := n.logConfig(tp.Topic)
+		if err := p.log.SetSegmentLimits(logConfig.SegmentBytes, logConfig.segmentAge()); err != nil {
+			// A bug: the controller wrote only validated values, and the
+			// log raises a small segment to its batch bound.
+			panic(fmt.Sprintf("broker %d: %s: %v", n.config.ID, tp, err))
+		}
 		n.process(tp, p)
 	}
 }
