@@ -439,6 +439,7 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 		MaxBatchBytes: maxBatchBytes, MaxDecompressedBatchBytes: n.config.MaxDecompressedBatchBytes,
 		MaxPendingProduces: n.config.MaxPendingProduces, Rules: n.config.Rules, LogAppendTime: logConfig.LogAppendTime,
 		MaxMessageBytes: topicConfig.MaxMessageBytes, Compacted: topicConfig.Compacted,
+		Recompress: topicConfig.Recompress, Codec: topicConfig.Codec,
 	}, replica.LogState{
 		LogStartOffset: log.LogStartOffset(), LogEndOffset: log.LogEndOffset(),
 		DurableEndOffset: log.DurableEndOffset(), HighWatermark: log.HighWatermark(), Epochs: log.Epochs(),

@@ -10,6 +10,7 @@ import (
 	"github.com/tidelog/tide/internal/commitlog"
 	"github.com/tidelog/tide/internal/logconfig"
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
 )
 
@@ -147,8 +148,30 @@ func (n *Node) applyTopicConfigs(configured map[string]bool) {
 func (n *Node) replicaTopicConfig(topic string, config metadata.TopicConfig) replica.TopicConfig {
 	logConfig := n.logConfig(topic)
 	_, compacted := n.cleanerConfigFor(topic)
-	return replica.TopicConfig{
+	topicConfig := replica.TopicConfig{
 		MinInsyncReplicas: config.MinInsyncReplicas, LogAppendTime: logConfig.LogAppendTime,
 		MaxMessageBytes: logConfig.MaxMessageBytes, Compacted: compacted,
 	}
+	if value, ok := n.topicSetting(topic, "compression.type"); ok {
+		topicConfig.Codec, topicConfig.Recompress = topicCodec(value)
+	}
+	return topicConfig
+}
+
+// topicCodec maps a compression.type to the codec the leader recompresses
+// produced batches to, or false for producer (keep the producer's).
+func topicCodec(compressionType string) (record.Compression, bool) {
+	switch compressionType {
+	case "uncompressed":
+		return record.CompressionNone, true
+	case "gzip":
+		return record.CompressionGzip, true
+	case "snappy":
+		return record.CompressionSnappy, true
+	case "lz4":
+		return record.CompressionLZ4, true
+	case "zstd":
+		return record.CompressionZstd, true
+	}
+	return record.CompressionNone, false
 }

@@ -56,3 +56,22 @@ func (r *Replica) refuseKeyless(id uint64, keyless []int32) {
 		"and only showing the first three errors at most: [%s]", len(keyless), strings.Join(shown, ", "))
 	r.ready.Answers = append(r.ready.Answers, Answer{Produce: &answer})
 }
+
+// recompressBatches returns the produced batches with each one in another
+// codec recompressed to codec (record.Recompress), and their new headers.
+// A batch that no longer fits the produce bound once recompressed fails
+// the whole request (MESSAGE_TOO_LARGE), before anything is appended.
+func recompressBatches(batches []byte, headers []record.Header, codec record.Compression, limits record.Limits) ([]byte, []record.Header, error) {
+	out := make([]byte, 0, len(batches))
+	recompressed := make([]record.Header, len(headers))
+	position := 0
+	for i, header := range headers {
+		batch, next, err := record.Recompress(batches[position:position+header.Size()], codec, limits)
+		if err != nil {
+			return nil, nil, err
+		}
+		position += header.Size()
+		out, recompressed[i] = append(out, batch...), next
+	}
+	return out, recompressed, nil
+}

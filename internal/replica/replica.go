@@ -72,6 +72,15 @@ type Config struct {
 	// record without a key is INVALID_RECORD, as Kafka's LogValidator
 	// refuses it (the cleaner could never tell what it supersedes).
 	Compacted bool
+	// Recompress and Codec are the topic's compression.type. Recompress
+	// false is producer, Kafka's default: each produced batch is kept as
+	// the producer compressed it. Recompress true makes the leader
+	// recompress every produced batch in another codec to Codec
+	// (record.CompressionNone for uncompressed) before the batch is
+	// stamped and appended (record.Recompress), as Kafka's leader does.
+	// Followers store the leader's bytes.
+	Recompress bool
+	Codec      record.Compression
 	// MaxDecompressedBatchBytes bounds what a produced compressed batch may
 	// inflate to while the leader checks its records: a batch that
 	// inflates further is refused with INVALID_RECORD as soon as the limit
@@ -101,6 +110,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("replica: tick intervals must be positive")
 	case c.MaxBatchBytes < record.HeaderSize || c.MaxPendingProduces < 1:
 		return fmt.Errorf("replica: limits must be positive")
+	case c.Codec < record.CompressionNone || c.Codec > record.CompressionZstd:
+		return fmt.Errorf("replica: codec %d", c.Codec)
 	}
 	return c.producerLimits().Validate()
 }
@@ -295,6 +306,8 @@ type TopicConfig struct {
 	LogAppendTime     bool
 	MaxMessageBytes   int
 	Compacted         bool
+	Recompress        bool
+	Codec             record.Compression
 }
 
 // SetTopicConfig applies a live change of the topic's configs, at once,
@@ -312,6 +325,7 @@ func (r *Replica) SetTopicConfig(topic TopicConfig) {
 	}
 	r.config.MinInsyncReplicas, r.config.LogAppendTime = topic.MinInsyncReplicas, topic.LogAppendTime
 	r.config.MaxMessageBytes, r.config.Compacted = topic.MaxMessageBytes, topic.Compacted
+	r.config.Recompress, r.config.Codec = topic.Recompress, topic.Codec
 	if r.role == Leader {
 		r.maybeAdvanceHighWatermark()
 		r.answerLeaderAcks()

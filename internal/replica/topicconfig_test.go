@@ -84,3 +84,40 @@ func TestCompactedTopicRefusesKeylessRecords(t *testing.T) {
 		t.Fatalf("a keyed record on a compacted topic: %+v", answers)
 	}
 }
+
+// compression.type naming a codec: the leader recompresses a produced
+// batch in another codec before it stamps and appends it, the CRC
+// recomputed (with LogAppendTime too), every other field the producer's;
+// producer (Recompress false) keeps the producer's bytes.
+func TestLeaderRecompressesToTheTopicCodec(t *testing.T) {
+	config := testConfig(false, nil)
+	config.Recompress, config.Codec, config.LogAppendTime = true, record.CompressionZstd, true
+	r := leaderReplica(t, config, 0, 1)
+	produced := producerBatch(3)
+	r.HandleProduce(ProduceRequest{ID: 1, Batches: produced, Acks: AcksLeader, TimeoutTicks: 100, AppendTimeMs: 5000})
+	appended := appendedBatches(r.Ready())
+	header, err := record.Validate(appended, record.Limits{MaxBatchBytes: 1 << 20, MaxDecompressedBatchBytes: 1 << 20})
+	if err != nil {
+		t.Fatalf("the recompressed batch does not validate: %v", err)
+	}
+	if header.Compression() != record.CompressionZstd || header.RecordCount != 3 || header.BaseOffset != 0 ||
+		header.PartitionLeaderEpoch != 5 || !header.IsLogAppendTime() || header.MaxTimestampMs != 5000 {
+		t.Fatalf("appended %+v", header)
+	}
+	r.SetTopicConfig(TopicConfig{MinInsyncReplicas: 1})
+	second := producerBatch(2)
+	r.HandleProduce(ProduceRequest{ID: 2, Batches: second, Acks: AcksLeader, TimeoutTicks: 100})
+	if header, err := record.Validate(appendedBatches(r.Ready()), record.DefaultLimits()); err != nil || header.Compression() != record.CompressionNone {
+		t.Fatalf("with compression.type=producer: %+v %v", header, err)
+	}
+}
+
+// appendedBatches is the bytes of the Ready's one Append.
+func appendedBatches(ready Ready) []byte {
+	for _, op := range ready.Log {
+		if op.Kind == Append {
+			return op.Batches
+		}
+	}
+	return nil
+}

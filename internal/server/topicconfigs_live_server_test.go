@@ -10,6 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tidelog/tide/internal/record"
 )
 
 // min.insync.replicas and unclean.leader.election.enable change on a live
@@ -123,4 +126,73 @@ func TestKgoProduceChecksTopicConfigs(t *testing.T) {
 	if err := client.ProduceSync(ctx, &kgo.Record{Topic: "compacted", Key: []byte("k"), Value: []byte("v")}).FirstErr(); err != nil {
 		t.Fatalf("a keyed record on a compacted topic: %v", err)
 	}
+}
+
+// compression.type gzip: a batch the producer sent uncompressed is stored
+// and fetched gzip-compressed, and a consumer reads it back unchanged;
+// set back to producer, the next batch stays as sent.
+func TestKgoCompressionTypeRecompresses(t *testing.T) {
+	seed := startInProcess(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.RetryTimeout(10*time.Second), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ConsumeTopics("squeezed"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	admin := kadm.NewClient(client)
+	if created, err := admin.CreateTopic(ctx, 1, 1, map[string]*string{"compression.type": kadm.StringPtr("gzip")}, "squeezed"); err != nil || created.Err != nil {
+		t.Fatalf("CreateTopic: %v %v", err, created.Err)
+	}
+	value := []byte(strings.Repeat("compress me ", 100))
+	if err := client.ProduceSync(ctx, &kgo.Record{Topic: "squeezed", Key: []byte("k"), Value: value}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	back := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "compression.type", Value: kadm.StringPtr("producer")}}
+	if responses, err := admin.AlterTopicConfigs(ctx, back, "squeezed"); err != nil || responses[0].Err != nil {
+		t.Fatalf("AlterTopicConfigs: %v %+v", err, responses)
+	}
+	if err := client.ProduceSync(ctx, &kgo.Record{Topic: "squeezed", Value: []byte("as sent")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if codecs := fetchedCodecs(ctx, t, client, "squeezed"); len(codecs) != 2 || codecs[0] != record.CompressionGzip || codecs[1] != record.CompressionNone {
+		t.Fatalf("stored codecs %v, want gzip then none", codecs)
+	}
+	fetches := client.PollRecords(ctx, 2)
+	if records := fetches.Records(); len(records) < 1 || string(records[0].Value) != string(value) || string(records[0].Key) != "k" {
+		t.Fatalf("read back %v %v", fetches.Errors(), records)
+	}
+}
+
+// fetchedCodecs fetches partition 0 of topic from offset 0 with a raw
+// Fetch and returns each stored batch's codec.
+func fetchedCodecs(ctx context.Context, t *testing.T, client *kgo.Client, topic string) []record.Compression {
+	t.Helper()
+	request := kmsg.NewPtrFetchRequest()
+	request.Version, request.MaxBytes, request.ReplicaID = 11, 1<<20, -1
+	listed, err := kadm.NewClient(client).ListTopics(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetchTopic := kmsg.NewFetchRequestTopic()
+	fetchTopic.Topic, fetchTopic.TopicID = topic, listed[topic].ID
+	partition := kmsg.NewFetchRequestTopicPartition()
+	partition.PartitionMaxBytes, partition.CurrentLeaderEpoch = 1<<20, -1
+	fetchTopic.Partitions = append(fetchTopic.Partitions, partition)
+	request.Topics = append(request.Topics, fetchTopic)
+	response, err := request.RequestWith(ctx, client)
+	if err != nil || len(response.Topics) != 1 || len(response.Topics[0].Partitions) != 1 {
+		t.Fatalf("Fetch: %v %+v", err, response)
+	}
+	fetched := response.Topics[0].Partitions[0]
+	var codecs []record.Compression
+	iterator := record.NewIterator(fetched.RecordBatches, record.Limits{MaxBatchBytes: 1 << 20})
+	for iterator.Next() {
+		codecs = append(codecs, iterator.Header().Compression())
+	}
+	if err := iterator.Err(); err != nil || fetched.ErrorCode != 0 {
+		t.Fatalf("Fetch: error %d, %d bytes: %v", fetched.ErrorCode, len(fetched.RecordBatches), err)
+	}
+	return codecs
 }
