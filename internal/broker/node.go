@@ -10,7 +10,9 @@
 // Ready is carried out in, that a dirty log is synced once per SyncDirty
 // however many appends asked for it, whether a fetch's records are read or
 // handed out as file chunks (ZeroCopyReads), that a partition whose log
-// failed goes offline, that a partition directory holding another topic's
+// failed goes offline, that a topic's config changes reach its open logs
+// and replicas at once (topicconfigs.go: before the partition states of
+// the same metadata batch), that a partition directory holding another topic's
 // id (partition.metadata, KIP-516) is never served, and that a deleted
 // topic's directories are renamed aside at once and removed a bounded
 // number of files per Tick (partitiondir.go). What it never touches: the Kafka protocol (wire),

@@ -44,8 +44,8 @@ func topicConfigChanges(img *metadata.Image, resource metadata.ConfigResource, n
 		if topic.before.MinInsyncReplicas == topic.after.MinInsyncReplicas {
 			continue
 		}
-		for _, partition := range d.image.Partitions() {
-			if partition.Topic != topic.name || len(partition.ELR) == 0 || len(partition.ISR) < topic.after.MinInsyncReplicas {
+		for _, partition := range topicPartitions(d.image, topic.name) {
+			if len(partition.ELR) == 0 || len(partition.ISR) < topic.after.MinInsyncReplicas {
 				continue
 			}
 			change, _ := changeRecord(partition, election{leader: partition.Leader, isr: partition.ISR,
@@ -98,8 +98,8 @@ func changedTopicConfigs(img *metadata.Image, resource metadata.ConfigResource, 
 // bumpPartitionEpochs appends, for each partition of the topic not in
 // skip, a change that keeps its state and bumps its partition epoch.
 func (d *decision) bumpPartitionEpochs(topic string, skip map[metadata.TopicPartition]bool) error {
-	for _, partition := range d.image.Partitions() {
-		if partition.Topic != topic || skip[partition.TopicPartition] {
+	for _, partition := range topicPartitions(d.image, topic) {
+		if skip[partition.TopicPartition] {
 			continue
 		}
 		change := metadata.PartitionChange{
@@ -119,8 +119,8 @@ func (d *decision) bumpPartitionEpochs(topic string, skip map[metadata.TopicPart
 // topic, under its new config (electLeader: unclean only when neither an
 // ISR nor an ELR member can lead).
 func (d *decision) electOffline(topic string, config metadata.TopicConfig) error {
-	for _, partition := range d.image.Partitions() {
-		if partition.Topic != topic || partition.Leader != metadata.NoBroker {
+	for _, partition := range topicPartitions(d.image, topic) {
+		if partition.Leader != metadata.NoBroker {
 			continue
 		}
 		change, changed := reconcile(partition, config, d.image.Active, nil)
@@ -132,4 +132,10 @@ func (d *decision) electOffline(topic string, config metadata.TopicConfig) error
 		}
 	}
 	return nil
+}
+
+// topicPartitions is a copy of a topic's partitions, by number.
+func topicPartitions(img *metadata.Image, name string) []metadata.PartitionState {
+	topic, _ := img.Topic(name)
+	return topic.Partitions
 }
