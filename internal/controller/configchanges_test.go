@@ -1,7 +1,10 @@
 package controller
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/rules"
@@ -145,4 +148,22 @@ func alterRecords(t *testing.T, c *cluster, request AlterConfigsRequest) []metad
 		t.Fatalf("%s %s %v", CodeName(code), message, err)
 	}
 	return records
+}
+
+// A topic may not drop its own min.insync.replicas for a cluster-wide
+// default above its replication factor: INVALID_CONFIG, not a decision
+// the image would refuse.
+func TestDroppingMinInsyncForATooLargeDefaultIsRefused(t *testing.T) {
+	c := newCluster(t)
+	c.register(1, 2, 3)
+	c.createTopic("orders", 1, 3, 1, false)
+	c.createTopic("pair", 1, 2, 1, false)
+	pair := metadata.ConfigResource{Type: metadata.ConfigTopic, Name: "pair"}
+	c.apply(alterRecords(t, c, setConfig(pair, "min.insync.replicas", "1")))
+	c.apply(alterRecords(t, c, setConfig(metadata.ConfigResource{Type: metadata.ConfigBrokerDefault}, "min.insync.replicas", "3")))
+	records, code, message, err := AlterConfigs(c.image, AlterConfigsRequest{Resource: pair, Incremental: true,
+		Changes: []ConfigChange{{Key: "min.insync.replicas", Op: ConfigDelete}}}, rules.Rules{})
+	if err != nil || code != kerr.InvalidConfig.Code || len(records) != 0 || !strings.Contains(message, "cluster-wide default") {
+		t.Fatalf("%s %q %v %v", CodeName(code), message, records, err)
+	}
 }

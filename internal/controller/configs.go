@@ -192,5 +192,11 @@ func validateConfigs(img *metadata.Image, resource metadata.ConfigResource, next
 	if err := logconfig.ValidateTopicConfigs(next, config.ReplicationFactor); err != nil {
 		return kerr.InvalidConfig.Code, err.Error()
 	}
+	// A topic that drops its own min.insync.replicas takes the
+	// cluster-wide default's, which must fit it as well.
+	if after, _ := img.TopicConfigWith(resource.Name, next, nil); after.MinInsyncReplicas > after.ReplicationFactor {
+		return kerr.InvalidConfig.Code, fmt.Sprintf("min.insync.replicas %d (the cluster-wide default) is larger than the replication factor %d",
+			after.MinInsyncReplicas, after.ReplicationFactor)
+	}
 	return 0, ""
 }
