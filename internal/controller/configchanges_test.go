@@ -167,3 +167,18 @@ func TestDroppingMinInsyncForATooLargeDefaultIsRefused(t *testing.T) {
 		t.Fatalf("%s %q %v %v", CodeName(code), message, records, err)
 	}
 }
+
+// A topic created without its own min.insync.replicas under a cluster-wide
+// default above its replication factor is INVALID_CONFIG.
+func TestCreateTopicUnderATooLargeDefaultIsRefused(t *testing.T) {
+	c := newCluster(t)
+	c.register(1, 2, 3)
+	c.apply(alterRecords(t, c, setConfig(metadata.ConfigResource{Type: metadata.ConfigBrokerDefault}, "min.insync.replicas", "3")))
+	_, code, err := CreateTopic(c.image, CreateTopicRequest{Name: "pair", Partitions: 1, ReplicationFactor: 2,
+		Config: metadata.TopicConfig{MinInsyncReplicas: 1}}, c.topicIDs)
+	if err != nil || code != kerr.InvalidConfig.Code {
+		t.Fatalf("%s %v", CodeName(code), err)
+	}
+	c.must(CreateTopic(c.image, CreateTopicRequest{Name: "pair", Partitions: 1, ReplicationFactor: 2,
+		Config: metadata.TopicConfig{MinInsyncReplicas: 1}, Configs: map[string]string{"min.insync.replicas": "1"}}, c.topicIDs))
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tidelog/tide/internal/logconfig"
@@ -180,10 +181,10 @@ func validateConfigs(img *metadata.Image, resource metadata.ConfigResource, next
 			}
 		}
 		for _, name := range img.Topics() {
-			config, _ := img.TopicConfigWith(name, nil, next)
-			if config.MinInsyncReplicas > config.ReplicationFactor {
+			config, _ := img.TopicConfig(name)
+			if n, inherits := inheritedMinInsync(img.TopicConfigs(name), next); inherits && n > config.ReplicationFactor {
 				return kerr.InvalidConfig.Code, fmt.Sprintf("min.insync.replicas %d is larger than the replication factor %d of topic %s",
-					config.MinInsyncReplicas, config.ReplicationFactor, name)
+					n, config.ReplicationFactor, name)
 			}
 		}
 		return 0, ""
@@ -194,9 +195,23 @@ func validateConfigs(img *metadata.Image, resource metadata.ConfigResource, next
 	}
 	// A topic that drops its own min.insync.replicas takes the
 	// cluster-wide default's, which must fit it as well.
-	if after, _ := img.TopicConfigWith(resource.Name, next, nil); after.MinInsyncReplicas > after.ReplicationFactor {
+	if n, inherits := inheritedMinInsync(next, img.BrokerDefaultConfigs()); inherits && n > config.ReplicationFactor {
 		return kerr.InvalidConfig.Code, fmt.Sprintf("min.insync.replicas %d (the cluster-wide default) is larger than the replication factor %d",
-			after.MinInsyncReplicas, after.ReplicationFactor)
+			n, config.ReplicationFactor)
 	}
 	return 0, ""
+}
+
+// inheritedMinInsync is the cluster-wide min.insync.replicas a topic with
+// these configs of its own takes, if it sets none and a default is set.
+func inheritedMinInsync(own, defaults map[string]string) (int, bool) {
+	if _, set := own["min.insync.replicas"]; set {
+		return 0, false
+	}
+	value, ok := defaults["min.insync.replicas"]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(value))
+	return n, err == nil
 }

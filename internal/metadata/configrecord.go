@@ -214,18 +214,25 @@ const (
 // as the topic was created (KIP-226's order; the static broker value the
 // topic was created with stands for the static default). Values were
 // validated before the controller wrote them; one that does not parse
-// counts as not set.
+// counts as not set, and so does a cluster-wide min.insync.replicas above
+// the topic's replication factor.
 func effectiveConfig(topic *topicImage, brokerDefaults map[string]string) TopicConfig {
 	config := topic.config
+	fromDefault := false
 	lookup := func(key string) (string, bool) {
 		if value, ok := topic.configs[key]; ok {
+			fromDefault = false
 			return strings.TrimSpace(value), true
 		}
 		value, ok := brokerDefaults[key]
+		fromDefault = true
 		return strings.TrimSpace(value), ok
 	}
 	if value, ok := lookup(minInsyncReplicasKey); ok {
-		if n, err := strconv.Atoi(value); err == nil {
+		// A cluster-wide default above the topic's replication factor
+		// does not reach it: the controller refuses to write one, but a
+		// log from before it checked may hold one.
+		if n, err := strconv.Atoi(value); err == nil && (!fromDefault || n <= config.ReplicationFactor) {
 			config.MinInsyncReplicas = n
 		}
 	}

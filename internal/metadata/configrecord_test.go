@@ -168,6 +168,12 @@ func TestDecisionConfigsFollowConfigRecords(t *testing.T) {
 			t.Fatalf("%v changed the image: %v %v", refused, config, img.TopicConfigs("t"))
 		}
 	}
+	// A log from before the controller checked may hold a default above
+	// the replication factor: it does not reach the topic.
+	applyConfigs(t, img, brokerDefault("min.insync.replicas", "4"))
+	if config, _ := img.TopicConfig("t"); config.MinInsyncReplicas != 3 {
+		t.Fatalf("a default above the replication factor reached the topic: %v", config)
+	}
 	applyConfigs(t, img, PartitionChange{TopicPartition: TopicPartition{Topic: "t"}, Leader: 1, ISR: []BrokerID{1, 2}, PartitionEpoch: 1},
 		brokerDefault("min.insync.replicas", "2"), topicConfig("t", "unclean.leader.election.enable", "false"))
 	if config, _ := img.TopicConfig("t"); config.MinInsyncReplicas != 2 || config.UncleanLeaderElection {
