@@ -34,9 +34,9 @@ import (
 //   - Broker by id: num.partitions, default.replication.factor, and the
 //     broker synonyms of the topic configs this broker has settings for
 //     (min.insync.replicas, unclean.leader.election.enable,
-//     log.segment.bytes, log.retention.bytes, log.retention.ms,
-//     message.max.bytes), each with its chain from the cluster-wide
-//     dynamic default down. The id must be this broker's (as in Kafka, the
+//     log.segment.bytes, log.roll.ms, log.retention.bytes,
+//     log.retention.ms, log.message.timestamp.type, message.max.bytes),
+//     each with its chain from the cluster-wide dynamic default down. The id must be this broker's (as in Kafka, the
 //     client sends the request to the broker it describes).
 //   - Broker "" (the cluster-wide default resource): the dynamic defaults
 //     AlterConfigs set, as DYNAMIC_DEFAULT_BROKER_CONFIG, and nothing
@@ -192,8 +192,8 @@ func brokerConfigs(cluster Cluster) []configEntry {
 		{name: "num.partitions", kind: kmsg.ConfigTypeInt,
 			chain: []configSynonym{{"num.partitions", strconv.Itoa(broker.DefaultPartitions), static}}},
 	}
-	for _, name := range []string{"log.retention.bytes", "log.retention.ms", "log.segment.bytes", "message.max.bytes",
-		"min.insync.replicas", "unclean.leader.election.enable"} {
+	for _, name := range []string{"log.message.timestamp.type", "log.retention.bytes", "log.retention.ms", "log.roll.ms", "log.segment.bytes",
+		"message.max.bytes", "min.insync.replicas", "unclean.leader.election.enable"} {
 		config, _ := logconfig.Broker(name)
 		entries = append(entries, configEntry{name: name, kind: kmsg.ConfigType(config.Type), chain: brokerChain(name, cluster), doc: config.Doc})
 	}
