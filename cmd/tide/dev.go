@@ -76,6 +76,8 @@ type devOptions struct {
 	logFormat   string
 	topics      devTopicDefaults
 	rebalance   rebalanceOptions
+	// logs are the static log settings of every broker (serve_logflags.go).
+	logs logDefaults
 	// brokersGiven says --brokers was on the command line: a restart from
 	// --dir otherwise takes the count the directory holds.
 	brokersGiven bool
@@ -125,6 +127,9 @@ second Ctrl-C exits at once.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			options.brokersGiven = cmd.Flags().Changed("brokers")
+			if err := refuseZeroLogDefaults(cmd.Flags()); err != nil {
+				return usageError{err}
+			}
 			ctx, stop := interruptible(cmd.Context(), cmd.ErrOrStderr())
 			defer stop()
 			return runDev(ctx, options, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -147,6 +152,7 @@ second Ctrl-C exits at once.`,
 	flags.IntVar(&options.topics.replicationFactor, "default-replication-factor", 0,
 		"replicas of a topic created without a factor (default.replication.factor; 0: min(3, brokers))")
 	registerRebalanceFlags(flags, &options.rebalance, devLeaderImbalanceCheckInterval)
+	registerLogDefaultFlags(flags, &options.logs)
 	return command
 }
 
@@ -187,6 +193,9 @@ func (o devOptions) validate() error {
 	if err := o.rebalance.validate(); err != nil {
 		return err
 	}
+	if err := o.logs.validate(); err != nil {
+		return err
+	}
 	return o.validatePorts()
 }
 
@@ -214,6 +223,7 @@ func runDev(ctx context.Context, options devOptions, out, errOut io.Writer) erro
 	}
 	layout.rebalance = options.rebalance
 	layout.removeOnExit = options.dir == "" && !options.keep
+	layout.logs = options.logs
 	if layout.dir, err = devDataDir(options.dir); err != nil {
 		layout.closeListeners()
 		return err
@@ -292,6 +302,8 @@ type devLayout struct {
 	// topics are the topic defaults the nodes get (--auto-create-topics,
 	// --num-partitions, --default-replication-factor).
 	topics devTopicDefaults
+	// logs are every node's static log settings (--log-retention-ms, ...).
+	logs logDefaults
 }
 
 // devTopicDefaults are auto.create.topics.enable, num.partitions and
@@ -372,6 +384,7 @@ func (l devLayout) configs(logger *slog.Logger) []server.Config {
 			configs[i].HTTPListen, configs[i].HTTPListener = l.http[i], l.httpListeners[i]
 		}
 		l.rebalance.apply(&configs[i])
+		l.logs.apply(&configs[i])
 	}
 	return configs
 }

@@ -47,6 +47,8 @@ type serveOptions struct {
 	rebalance rebalanceOptions
 	// limits are the Kafka listener's (serve_limits.go).
 	limits serveLimits
+	// logs are the static log settings (serve_logflags.go).
+	logs logDefaults
 }
 
 func newServeCommand() *cobra.Command {
@@ -75,7 +77,10 @@ names where there is one: node.id, controller.quorum.voters, listeners
 (the controller listener's host:port), log.dirs, broker.session.timeout.ms,
 broker.heartbeat.interval.ms, num.partitions, default.replication.factor,
 auto.create.topics.enable, auto.leader.rebalance.enable,
-leader.imbalance.check.interval.seconds, leader.imbalance.per.broker.percentage;
+leader.imbalance.check.interval.seconds, leader.imbalance.per.broker.percentage,
+log.retention.ms, log.retention.bytes, log.segment.bytes, log.roll.ms
+(every topic's defaults, below its own configs and the cluster-wide
+dynamic defaults);
 and tide.kafka.listen, tide.kafka.listeners. The Kafka listener's limits
 too: socket.request.max.bytes, queued.max.request.bytes,
 queued.max.requests, max.connections, max.connections.per.ip,
@@ -125,6 +130,7 @@ Followers replicate from their leaders over the Kafka protocol
 	flags.BoolVar(&options.sendfile, "sendfile", true, "send committed records to fetchers with sendfile (false reads them into memory, to measure the difference)")
 	registerRebalanceFlags(flags, &options.rebalance, server.DefaultLeaderImbalanceCheckInterval)
 	registerLimitFlags(flags, &options.limits)
+	registerLogDefaultFlags(flags, &options.logs)
 	return command
 }
 
@@ -137,6 +143,9 @@ func runServe(cmd *cobra.Command, options serveOptions) error {
 		options = reread(cmd.Flags(), options)
 	}
 	if err := refuseZeroLimits(cmd.Flags()); err != nil {
+		return usageError{err}
+	}
+	if err := refuseZeroLogDefaults(cmd.Flags()); err != nil {
 		return usageError{err}
 	}
 	if err := options.rebalance.validate(); err != nil {
@@ -180,6 +189,7 @@ func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
 		DisableAutoCreateTopics: !o.autoCreateTopics,
 		CopyFetches:             !o.sendfile}
 	o.rebalance.apply(&config)
+	o.logs.apply(&config)
 	if err := o.limits.apply(&config); err != nil {
 		return server.Config{}, err
 	}
@@ -220,13 +230,17 @@ func applyProperties(flags *pflag.FlagSet, name string) error {
 		if !known {
 			flag, known = limitPropertyFlags[key]
 		}
+		logFlag, numeric := logDefaultProperties[key]
+		if numeric {
+			flag, known = logFlag, true
+		}
 		if !ok || !known {
 			return fmt.Errorf("%s:%d: unknown setting %q (known: %s)", name, number, key, knownProperties())
 		}
 		if flags.Changed(flag) {
 			continue
 		}
-		if strings.HasSuffix(key, ".ms") {
+		if strings.HasSuffix(key, ".ms") && !numeric {
 			value += "ms"
 		} else if strings.HasSuffix(key, ".seconds") {
 			value += "s"
@@ -242,6 +256,7 @@ func applyProperties(flags *pflag.FlagSet, name string) error {
 func knownProperties() string {
 	keys := slices.Collect(maps.Keys(propertyFlags))
 	keys = append(keys, slices.Collect(maps.Keys(limitPropertyFlags))...)
+	keys = append(keys, slices.Collect(maps.Keys(logDefaultProperties))...)
 	slices.Sort(keys)
 	return strings.Join(keys, ", ")
 }
@@ -266,6 +281,7 @@ func reread(flags *pflag.FlagSet, o serveOptions) serveOptions {
 	o.sendfile, _ = flags.GetBool("sendfile")
 	o.rebalance = rereadRebalance(flags)
 	o.limits = rereadLimits(flags)
+	o.logs = rereadLogDefaults(flags)
 	return o
 }
 

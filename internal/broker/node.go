@@ -10,7 +10,9 @@
 // Ready is carried out in, that a dirty log is synced once per SyncDirty
 // however many appends asked for it, whether a fetch's records are read or
 // handed out as file chunks (ZeroCopyReads), that a partition whose log
-// failed goes offline, that a partition directory holding another topic's
+// failed goes offline, that a topic's config changes reach its open logs
+// and replicas at once (topicconfigs.go: before the partition states of
+// the same metadata batch), that a partition directory holding another topic's
 // id (partition.metadata, KIP-516) is never served, and that a deleted
 // topic's directories are renamed aside at once and removed a bounded
 // number of files per Tick (partitiondir.go). What it never touches: the Kafka protocol (wire),
@@ -282,6 +284,7 @@ func (n *Node) TakeOutbox() Outbox {
 // lone ISR would advance its high watermark over records never committed.
 func (n *Node) ApplyMetadata(entries []metadata.Entry) error {
 	changed := map[metadata.TopicPartition]bool{}
+	configured := map[string]bool{}
 	brokersChanged := false
 	for _, entry := range entries {
 		if entry.Offset <= n.image.Offset() {
@@ -315,6 +318,8 @@ func (n *Node) ApplyMetadata(entries []metadata.Entry) error {
 			n.adoptTopicID(rec.Name, rec.ID)
 		case metadata.ProducerIDs:
 			// Blocks reach their broker in the controller's answer.
+		case metadata.ConfigRecord:
+			n.noteConfigured(rec.Resource, configured)
 		default:
 			brokersChanged = true
 		}
@@ -327,6 +332,9 @@ func (n *Node) ApplyMetadata(entries []metadata.Entry) error {
 			n.process(tp, p)
 		}
 	}
+	// Configs first: a replica must hold the batch's min.insync.replicas
+	// before it sees the batch's partition epochs (rule min-isr-race).
+	n.applyTopicConfigs(configured)
 	list := make([]metadata.TopicPartition, 0, len(changed))
 	for tp := range changed {
 		list = append(list, tp)
@@ -398,8 +406,9 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	}
 	logConfig := n.logConfig(tp.Topic)
 	// max.message.bytes raises the batch bound for its topic; a value below
-	// the node's is not honoured (docs/compatibility.md): lowering the
-	// bound under batches already in the log would make them unreadable.
+	// the node's bounds only produced batches (replica.Config
+	// MaxMessageBytes): lowering the log's bound under batches already in
+	// it would make them unreadable.
 	maxBatchBytes := max(n.config.MaxBatchBytes, logConfig.MaxMessageBytes)
 	// Rule segment-holds-a-batch: Kafka accepts segment.bytes down to 14,
 	// but a commit log's segment must hold its largest batch; taken as
@@ -423,6 +432,7 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 		n.failed[tp] = fmt.Errorf("broker %d: read producer batches of %s: %w", n.config.ID, tp, err)
 		return nil, nil
 	}
+	topicConfig := n.replicaTopicConfig(tp.Topic, config)
 	r, err := replica.New(replica.Config{
 		Broker: n.config.ID, Partition: tp, MinInsyncReplicas: config.MinInsyncReplicas,
 		ReplicaLagTicks: n.config.ReplicaLagTicks, FetchRetryTicks: n.config.FetchRetryTicks,
@@ -430,6 +440,8 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 		ProposalRetryTicks: n.config.ProposalRetryTicks, FlushAlways: n.config.FlushAlways,
 		MaxBatchBytes: maxBatchBytes, MaxDecompressedBatchBytes: n.config.MaxDecompressedBatchBytes,
 		MaxPendingProduces: n.config.MaxPendingProduces, Rules: n.config.Rules, LogAppendTime: logConfig.LogAppendTime,
+		MaxMessageBytes: topicConfig.MaxMessageBytes, Compacted: topicConfig.Compacted,
+		Recompress: topicConfig.Recompress, Codec: topicConfig.Codec,
 	}, replica.LogState{
 		LogStartOffset: log.LogStartOffset(), LogEndOffset: log.LogEndOffset(),
 		DurableEndOffset: log.DurableEndOffset(), HighWatermark: log.HighWatermark(), Epochs: log.Epochs(),

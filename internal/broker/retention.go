@@ -60,6 +60,12 @@ func (n *Node) logConfig(topic string) LogConfig {
 	if config.SegmentMs <= 0 {
 		config.SegmentMs = DefaultSegmentMs
 	}
+	// A compacted topic's segments roll at max.compaction.lag.ms at the
+	// latest (Kafka's maxSegmentMs): the cleaner never touches the active
+	// segment, so an older one would hold records uncompacted past the lag.
+	if cleaner, compacted := n.cleanerConfigFor(topic); compacted && cleaner.MaxCompactionLagMs > 0 {
+		config.SegmentMs = min(config.SegmentMs, cleaner.MaxCompactionLagMs)
+	}
 	return config
 }
 

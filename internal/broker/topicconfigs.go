@@ -1,12 +1,17 @@
 package broker
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tidelog/tide/internal/commitlog"
 	"github.com/tidelog/tide/internal/logconfig"
+	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/record"
+	"github.com/tidelog/tide/internal/replica"
 )
 
 // topicSetting is a topic's value of a topic config as the metadata log
@@ -86,10 +91,87 @@ func (n *Node) topicCleanerConfig(topic string) (commitlog.CleanerConfig, bool) 
 	if v, ok := n.topicInt(topic, "min.compaction.lag.ms"); ok {
 		config.MinCompactionLagMs = v
 	}
+	if v, ok := n.topicInt(topic, "max.compaction.lag.ms"); ok && v < math.MaxInt64 {
+		config.MaxCompactionLagMs = v
+	}
 	if value, ok := n.topicSetting(topic, "min.cleanable.dirty.ratio"); ok {
 		if ratio, err := strconv.ParseFloat(value, 64); err == nil {
 			config.MinCleanableDirtyRatio = ratio
 		}
 	}
 	return config, true
+}
+
+// noteConfigured adds the topics a config record reaches to configured:
+// the topic, or for a cluster-wide default every topic.
+func (n *Node) noteConfigured(resource metadata.ConfigResource, configured map[string]bool) {
+	if resource.Type == metadata.ConfigTopic {
+		configured[resource.Name] = true
+		return
+	}
+	for _, topic := range n.image.Topics() {
+		configured[topic] = true
+	}
+}
+
+// applyTopicConfigs hands the hosted partitions of the configured topics
+// their configs as the image now has them, at once: Kafka's leader reads a
+// topic's config for each request, and an operator who changes one expects
+// it to hold from then on, not from the next restart.
+func (n *Node) applyTopicConfigs(configured map[string]bool) {
+	if len(configured) == 0 {
+		return
+	}
+	for _, tp := range n.Partitions() {
+		if !configured[tp.Topic] {
+			continue
+		}
+		config, ok := n.image.TopicConfig(tp.Topic)
+		if !ok {
+			continue
+		}
+		p := n.partitions[tp]
+		p.replica.SetTopicConfig(n.replicaTopicConfig(tp.Topic, config))
+		logConfig := n.logConfig(tp.Topic)
+		if err := p.log.SetSegmentLimits(logConfig.SegmentBytes, logConfig.segmentAge()); err != nil {
+			// A bug: the controller wrote only validated values, and the
+			// log raises a small segment to its batch bound.
+			panic(fmt.Sprintf("broker %d: %s: %v", n.config.ID, tp, err))
+		}
+		n.process(tp, p)
+	}
+}
+
+// replicaTopicConfig is what a replica reads of its topic's configs: the
+// controller's min.insync.replicas, and the log settings the metadata log
+// and the node's own configuration give.
+func (n *Node) replicaTopicConfig(topic string, config metadata.TopicConfig) replica.TopicConfig {
+	logConfig := n.logConfig(topic)
+	_, compacted := n.cleanerConfigFor(topic)
+	topicConfig := replica.TopicConfig{
+		MinInsyncReplicas: config.MinInsyncReplicas, LogAppendTime: logConfig.LogAppendTime,
+		MaxMessageBytes: logConfig.MaxMessageBytes, Compacted: compacted,
+	}
+	if value, ok := n.topicSetting(topic, "compression.type"); ok {
+		topicConfig.Codec, topicConfig.Recompress = topicCodec(value)
+	}
+	return topicConfig
+}
+
+// topicCodec maps a compression.type to the codec the leader recompresses
+// produced batches to, or false for producer (keep the producer's).
+func topicCodec(compressionType string) (record.Compression, bool) {
+	switch compressionType {
+	case "uncompressed":
+		return record.CompressionNone, true
+	case "gzip":
+		return record.CompressionGzip, true
+	case "snappy":
+		return record.CompressionSnappy, true
+	case "lz4":
+		return record.CompressionLZ4, true
+	case "zstd":
+		return record.CompressionZstd, true
+	}
+	return record.CompressionNone, false
 }

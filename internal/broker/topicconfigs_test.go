@@ -93,3 +93,52 @@ func TestSmallSegmentBytesOpens(t *testing.T) {
 		t.Fatalf("produce to a topic with segment.bytes 14: %+v", outbox.Clients)
 	}
 }
+
+// Config records that reach an open partition apply at once: segment.bytes
+// rolls the open log's segments from the next append, message.timestamp.type
+// stamps the next batch, and max.compaction.lag.ms reaches the cleaner and
+// bounds a compacted topic's segment age.
+func TestLiveConfigChangesReachTheOpenLog(t *testing.T) {
+	n := newTestNode(t, 1) // MaxBatchBytes 64 KiB
+	if err := n.ApplyMetadata(withConfigs()); err != nil {
+		t.Fatal(err)
+	}
+	n.SetClock(777)
+	produce := func(id uint64, valueBytes int) replica.ProduceAnswer {
+		batch := record.Build(record.BuildOptions{Records: []record.Record{{Key: []byte("k"), Value: bytes.Repeat([]byte("x"), valueBytes)}}})
+		n.HandleClient(ClientRequest{Client: 9, Partition: orders, Produce: &replica.ProduceRequest{ID: id, Batches: batch, Acks: 1, TimeoutTicks: 100}})
+		outbox := pass(n)
+		if len(outbox.Clients) != 1 || outbox.Clients[0].Produce.ErrorCode != 0 {
+			t.Fatalf("produce %d: %+v", id, outbox.Clients)
+		}
+		return *outbox.Clients[0].Produce
+	}
+	for id := range uint64(3) {
+		produce(id, 40000)
+	}
+	_, log, _ := n.Replica(orders)
+	before := log.Segments()
+	apply := func(records ...metadata.ConfigRecord) {
+		t.Helper()
+		var entries []metadata.Entry
+		for _, r := range records {
+			entries = append(entries, metadata.Entry{Offset: n.MetadataOffset() + 1 + int64(len(entries)), Record: r})
+		}
+		if err := n.ApplyMetadata(entries); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(ordersConfig("segment.bytes", "14"), ordersConfig("message.timestamp.type", "LogAppendTime"))
+	produce(3, 40000)
+	if answer := produce(4, 40000); !answer.LogAppendTime || answer.LogAppendTimeMs != 777 {
+		t.Fatalf("message.timestamp.type=LogAppendTime did not reach the leader: %+v", answer)
+	}
+	if log.Segments() < before+2 {
+		t.Fatalf("segment.bytes 14 (the 64 KiB batch bound) did not roll the open log: %d segments, had %d", log.Segments(), before)
+	}
+	apply(ordersConfig("cleanup.policy", "compact"), ordersConfig("max.compaction.lag.ms", "60000"))
+	cleaner, compacted := n.cleanerConfigFor("orders")
+	if !compacted || cleaner.MaxCompactionLagMs != 60000 || n.logConfig("orders").SegmentMs != 60000 {
+		t.Fatalf("max.compaction.lag.ms: cleaner %+v, segment.ms %d", cleaner, n.logConfig("orders").SegmentMs)
+	}
+}

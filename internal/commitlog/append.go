@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/tidelog/tide/internal/record"
 )
@@ -145,6 +146,27 @@ func (l *Log) segmentAgeLocked(active *segment, incomingTimestampMs int64) int64
 		return l.clockMs - active.createdAtMs
 	}
 	return 0
+}
+
+// SetSegmentLimits changes when the active segment rolls, from the next
+// append on: a topic's segment.bytes and segment.ms changed on a live
+// topic, which Kafka applies to its open logs at once. Rule
+// segment-holds-a-batch: segmentBytes below the log's batch bound is
+// raised to it, as the broker does when it opens the log; zero takes the
+// default, as in Config; a value outside
+// what Validate accepts, or a negative age, is refused and changes nothing.
+func (l *Log) SetSegmentLimits(segmentBytes int64, segmentAge time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := l.cfg
+	next.SegmentBytes, next.SegmentAge = segmentBytes, segmentAge
+	next = next.withDefaults()
+	next.SegmentBytes = max(next.SegmentBytes, int64(l.cfg.MaxBatchBytes))
+	if err := next.Validate(); err != nil {
+		return fmt.Errorf("commitlog: segment limits: %w", err)
+	}
+	l.cfg = next
+	return nil
 }
 
 // SetClock tells the log the current time, in milliseconds since the Unix

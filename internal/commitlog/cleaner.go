@@ -154,10 +154,31 @@ func (l *Log) planCleanLocked(opts CleanOptions) (cleanPlan, string, error) {
 		return plan, "nothing cleanable is dirty", nil
 	}
 	plan.ratio = float64(dirtyBytes) / float64(cleanBytes+dirtyBytes)
-	if !opts.IgnoreDirtyRatio && plan.ratio <= opts.Config.MinCleanableDirtyRatio {
-		return plan, fmt.Sprintf("dirty ratio %.2f is not above %.2f", plan.ratio, opts.Config.MinCleanableDirtyRatio), nil
+	if opts.IgnoreDirtyRatio || plan.ratio > opts.Config.MinCleanableDirtyRatio {
+		return plan, "", nil
 	}
-	return plan, "", nil
+	overdue, err := l.compactionOverdueLocked(plan, opts)
+	if err != nil || overdue {
+		return plan, "", err
+	}
+	return plan, fmt.Sprintf("dirty ratio %.2f is not above %.2f", plan.ratio, opts.Config.MinCleanableDirtyRatio), nil
+}
+
+// compactionOverdueLocked reports whether max.compaction.lag.ms forces a
+// pass: the first cleanable dirty segment's newest record is older than
+// the lag. Measured by the newest record, which the segment tracks for
+// retention, a record may wait up to the lag plus its segment's time span
+// (segment.ms; the broker rolls a compacted topic's segments at the lag
+// at most, as Kafka's maxSegmentMs does).
+func (l *Log) compactionOverdueLocked(plan cleanPlan, opts CleanOptions) (bool, error) {
+	if opts.Config.MaxCompactionLagMs <= 0 || plan.dirtySegment >= plan.cleanable {
+		return false, nil
+	}
+	maxTimestampMs, err := l.segmentMaxTimestampLocked(l.segments[plan.dirtySegment])
+	if err != nil {
+		return false, err
+	}
+	return maxTimestampMs >= 0 && maxTimestampMs <= opts.NowMs-opts.Config.MaxCompactionLagMs, nil
 }
 
 // segmentMaxTimestampLocked is the newest record timestamp in s (-1 for

@@ -41,8 +41,8 @@ const (
 )
 
 // CleanerConfig is what the cleaner needs of a topic's configuration:
-// cleanup.policy, delete.retention.ms, min.compaction.lag.ms and
-// min.cleanable.dirty.ratio, with Kafka's meanings and defaults
+// cleanup.policy, delete.retention.ms, min.compaction.lag.ms,
+// max.compaction.lag.ms and min.cleanable.dirty.ratio, with Kafka's meanings and defaults
 // (DefaultCleanerConfig), plus the memory bound of a pass. The broker builds
 // it from the topic's configs (see broker.CleanerConfigFor, the one seam
 // where per-topic configs plug in).
@@ -62,6 +62,12 @@ type CleanerConfig struct {
 	// MinCleanableDirtyRatio is the share of the log's cleanable bytes
 	// that must be dirty (not cleaned yet) before a pass runs.
 	MinCleanableDirtyRatio float64
+	// MaxCompactionLagMs is max.compaction.lag.ms: once a cleanable dirty
+	// segment's newest record is older than this, a pass runs whatever
+	// the dirty ratio, so that no update waits uncompacted for longer
+	// (KIP-354). Zero or less means no bound (Kafka's default, the
+	// largest long).
+	MaxCompactionLagMs int64
 	// OffsetMapBytes bounds the pass's offset map; default
 	// CleanerOffsetMapBytesDefault.
 	OffsetMapBytes int64
@@ -87,6 +93,9 @@ func (c CleanerConfig) Validate() error {
 	}
 	if c.MinCompactionLagMs < 0 {
 		problems = append(problems, fmt.Errorf("min.compaction.lag.ms %d is negative", c.MinCompactionLagMs))
+	}
+	if c.MaxCompactionLagMs > 0 && c.MaxCompactionLagMs < c.MinCompactionLagMs {
+		problems = append(problems, fmt.Errorf("max.compaction.lag.ms %d is below min.compaction.lag.ms %d", c.MaxCompactionLagMs, c.MinCompactionLagMs))
 	}
 	if !(c.MinCleanableDirtyRatio >= 0 && c.MinCleanableDirtyRatio <= 1) {
 		problems = append(problems, fmt.Errorf("min.cleanable.dirty.ratio %v outside [0, 1]", c.MinCleanableDirtyRatio))

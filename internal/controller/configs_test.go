@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/rules"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -15,9 +16,9 @@ var ordersResource = metadata.ConfigResource{Type: metadata.ConfigTopic, Name: "
 // resource's configs after it.
 func alterAndApply(t *testing.T, c *cluster, request AlterConfigsRequest) map[string]string {
 	t.Helper()
-	records, code, message := AlterConfigs(c.image, request)
-	if code != 0 {
-		t.Fatalf("%s: %s", CodeName(code), message)
+	records, code, message, err := AlterConfigs(c.image, request, rules.Rules{})
+	if code != 0 || err != nil {
+		t.Fatalf("%s: %s %v", CodeName(code), message, err)
 	}
 	c.apply(records)
 	if request.Resource.Type == metadata.ConfigBrokerDefault {
@@ -46,8 +47,8 @@ func TestAlterConfigsOperations(t *testing.T) {
 	if want := map[string]string{"segment.ms": "5000"}; !maps.Equal(got, want) {
 		t.Fatalf("AlterConfigs replaces the set: %v, want %v", got, want)
 	}
-	if records, _, _ := AlterConfigs(c.image, AlterConfigsRequest{Resource: ordersResource, Incremental: true,
-		Changes: []ConfigChange{{Key: "segment.ms", Op: ConfigSet, Value: "5000"}}}); len(records) != 0 {
+	if records, _, _, _ := AlterConfigs(c.image, AlterConfigsRequest{Resource: ordersResource, Incremental: true,
+		Changes: []ConfigChange{{Key: "segment.ms", Op: ConfigSet, Value: "5000"}}}, rules.Rules{}); len(records) != 0 {
 		t.Fatalf("an unchanged value wrote %v", records)
 	}
 	got = alterAndApply(t, c, AlterConfigsRequest{Resource: metadata.ConfigResource{Type: metadata.ConfigBrokerDefault}, Incremental: true,
@@ -77,8 +78,11 @@ func TestAlterConfigsRefusals(t *testing.T) {
 			kerr.InvalidConfig.Code, "no.such"},
 		{"append to a scalar", AlterConfigsRequest{Resource: ordersResource, Incremental: true,
 			Changes: []ConfigChange{{Key: "retention.ms", Op: ConfigAppend, Value: "1"}}}, kerr.InvalidConfig.Code, "not a list"},
-		{"min.insync after creation", AlterConfigsRequest{Resource: ordersResource, Incremental: true,
-			Changes: []ConfigChange{set("min.insync.replicas", "1")}}, kerr.InvalidConfig.Code, "min.insync.replicas"},
+		{"min.insync above the replication factor", AlterConfigsRequest{Resource: ordersResource, Incremental: true,
+			Changes: []ConfigChange{set("min.insync.replicas", "4")}}, kerr.InvalidConfig.Code, "min.insync.replicas"},
+		{"a broker default min.insync above a topic's replication factor", AlterConfigsRequest{
+			Resource: metadata.ConfigResource{Type: metadata.ConfigBrokerDefault},
+			Changes:  []ConfigChange{set("min.insync.replicas", "4")}}, kerr.InvalidConfig.Code, "orders"},
 		{"twice", AlterConfigsRequest{Resource: ordersResource, Incremental: true,
 			Changes: []ConfigChange{set("retention.ms", "1"), set("retention.ms", "2")}}, kerr.InvalidRequest.Code, "retention.ms"},
 		{"unknown op", AlterConfigsRequest{Resource: ordersResource, Incremental: true,
@@ -88,7 +92,10 @@ func TestAlterConfigsRefusals(t *testing.T) {
 		{"a named broker", AlterConfigsRequest{Resource: metadata.ConfigResource{Type: metadata.ConfigBrokerDefault, Name: "1"},
 			Changes: []ConfigChange{set("log.retention.ms", "1")}}, kerr.InvalidRequest.Code, "empty name"},
 	} {
-		records, code, message := AlterConfigs(c.image, tc.request)
+		records, code, message, err := AlterConfigs(c.image, tc.request, rules.Rules{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
 		if code != tc.want || len(records) != 0 || !strings.Contains(message, tc.message) {
 			t.Errorf("%s: %s %q %v, want %s naming %q", tc.name, CodeName(code), message, records, CodeName(tc.want), tc.message)
 		}

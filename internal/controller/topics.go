@@ -139,6 +139,11 @@ func CreateTopic(img *metadata.Image, request CreateTopicRequest, random io.Read
 			return nil, 0, err
 		}
 	}
+	// A topic that sets no min.insync.replicas of its own takes the
+	// cluster-wide dynamic default, which must fit it too.
+	if n, inherits := inheritedMinInsync(request.Configs, img.BrokerDefaultConfigs()); inherits && n > request.ReplicationFactor {
+		return nil, kerr.InvalidConfig.Code, nil
+	}
 	return d.records, 0, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/tidelog/tide/internal/controller"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/quorum"
+	"github.com/tidelog/tide/internal/rules"
 	"github.com/tidelog/tide/internal/wire"
 )
 
@@ -320,7 +321,11 @@ func (b *backend) AlterConfigs(request controller.AlterConfigsRequest, validateO
 			done(kerr.NotController.Code, "the broker has no metadata yet")
 			return
 		}
-		_, code, message := controller.AlterConfigs(node.Image(), request)
+		// Every rule on: a production broker has no other rules.
+		_, code, message, err := controller.AlterConfigs(node.Image(), request, rules.Rules{})
+		if err != nil {
+			code, message = kerr.UnknownServerError.Code, err.Error()
+		}
 		done(code, message)
 		return
 	}

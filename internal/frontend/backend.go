@@ -42,7 +42,7 @@ func (b *backend) Cluster() wire.Cluster {
 		DefaultPartitions: b.config.DefaultPartitions, DefaultReplicationFactor: b.config.DefaultReplicationFactor, MinInsyncReplicas: 1,
 		AutoCreateTopics: b.config.AutoCreateTopics,
 		SegmentBytes:     b.config.SegmentBytes, RetentionBytes: b.config.RetentionBytes, RetentionMs: b.config.RetentionMs,
-		MessageMaxBytes: b.config.MaxBatchBytes,
+		MessageMaxBytes: b.config.MaxBatchBytes, Static: b.config.StaticConfigs, Defaults: b.config.DefaultConfigs,
 	}}
 	if cluster.Config.RetentionMs == 0 {
 		cluster.Config.RetentionMs = broker.DefaultRetentionMs
@@ -52,6 +52,7 @@ func (b *backend) Cluster() wire.Cluster {
 	}
 	cluster.Brokers = append(cluster.Brokers, endpoint(self, b.config.Advertised))
 	if node := b.node(); node != nil {
+		cluster.DynamicDefaults = node.Image().BrokerDefaultConfigs()
 		for _, state := range node.Image().Brokers() {
 			address := b.frontEnd().kafkaAddress(state.ID)
 			if state.ID != self && address != "" && !state.Fenced {

@@ -38,6 +38,11 @@ type Config struct {
 	// DescribeConfigs: zero means Kafka's defaults (seven days, no limit).
 	RetentionMs    int64
 	RetentionBytes int64
+	// StaticConfigs are the broker configs set on the command line or in
+	// the config file, by Kafka's names (log.retention.ms, ...), and
+	// DefaultConfigs tide's defaults of the others where they are not
+	// Kafka's: DescribeConfigs' STATIC_BROKER_CONFIG and DEFAULT_CONFIG.
+	StaticConfigs, DefaultConfigs map[string]string
 	// LogDir is the directory holding the partition logs, as
 	// DescribeLogDirs names it.
 	LogDir string

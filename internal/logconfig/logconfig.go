@@ -72,6 +72,8 @@ var configs = []Config{
 		Doc: "how long a compacted topic keeps tombstones"},
 	{Name: "max.message.bytes", Type: Int, Min: 0, Max: math.MaxInt32, Default: "1048588", Broker: "message.max.bytes",
 		Doc: "the largest record batch the topic accepts"},
+	{Name: "max.compaction.lag.ms", Type: Long, Min: 1, Max: math.MaxInt64, Default: "9223372036854775807", Broker: "log.cleaner.max.compaction.lag.ms",
+		Doc: "the longest a record stays uncompacted on a compacted topic"},
 	{Name: "message.timestamp.type", Type: String, Allowed: []string{"CreateTime", "LogAppendTime"}, Default: "CreateTime",
 		Broker: "log.message.timestamp.type", Doc: "whether a record keeps the producer's timestamp or gets the append time"},
 	{Name: "min.cleanable.dirty.ratio", Type: Double, Min: 0, Max: 1, Default: "0.5", Broker: "log.cleaner.min.cleanable.ratio",
@@ -214,6 +216,26 @@ func ValidateTopicConfigs(configs map[string]string, replicationFactor int) erro
 		if n > replicationFactor {
 			return fmt.Errorf("min.insync.replicas %d is larger than the replication factor %d", n, replicationFactor)
 		}
+	}
+	return validateCompactionLags(configs)
+}
+
+// validateCompactionLags refuses a max.compaction.lag.ms below the
+// min.compaction.lag.ms, as Kafka's LogConfig does: no record could be
+// both kept uncompacted and compacted in time. Unset ones take Kafka's
+// defaults (0 and the largest long).
+func validateCompactionLags(configs map[string]string) error {
+	lag := func(name string) int64 {
+		config, _ := Topic(name)
+		value, ok := configs[name]
+		if !ok {
+			value = config.Default
+		}
+		n, _ := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+		return n
+	}
+	if minimum, maximum := lag("min.compaction.lag.ms"), lag("max.compaction.lag.ms"); maximum < minimum {
+		return fmt.Errorf("max.compaction.lag.ms %d is below min.compaction.lag.ms %d", maximum, minimum)
 	}
 	return nil
 }

@@ -91,3 +91,22 @@ func TestTableIsConsistent(t *testing.T) {
 		t.Fatal("a static broker config is not dynamically alterable")
 	}
 }
+
+// max.compaction.lag.ms is served with Kafka's range and default, and may
+// not be below min.compaction.lag.ms, set or defaulted.
+func TestCompactionLagsAgree(t *testing.T) {
+	if config, ok := Topic("max.compaction.lag.ms"); !ok || config.Default != "9223372036854775807" || config.Validate("0") == nil {
+		t.Fatalf("max.compaction.lag.ms: %+v", config)
+	}
+	for _, configs := range []map[string]string{
+		{"min.compaction.lag.ms": "5000", "max.compaction.lag.ms": "4999"},
+		{"max.compaction.lag.ms": "1", "min.compaction.lag.ms": "2"},
+	} {
+		if err := ValidateTopicConfigs(configs, 1); err == nil || !strings.Contains(err.Error(), "max.compaction.lag.ms") {
+			t.Errorf("%v: %v", configs, err)
+		}
+	}
+	if err := ValidateTopicConfigs(map[string]string{"max.compaction.lag.ms": "1"}, 1); err != nil {
+		t.Fatalf("max.compaction.lag.ms 1 over the default min of 0: %v", err)
+	}
+}

@@ -228,7 +228,7 @@ func (img *Image) applyPartitionChange(r PartitionChange) (bool, error) {
 		return false, fmt.Errorf("%w: %s: leader %d -> %d without a new leader epoch (two leaders in epoch %d)",
 			ErrInvariant, r.TopicPartition, current.Leader, next.Leader, next.LeaderEpoch)
 	}
-	if err := img.validatePartition(next, topic.config); err != nil {
+	if err := img.validatePartition(next, effectiveConfig(topic, img.brokerDefaults)); err != nil {
 		return false, err
 	}
 	topic.partitions[r.Partition] = next

@@ -408,7 +408,7 @@ func (img *Image) validate() error {
 			if p.Topic != name || p.Partition != int32(i) {
 				return fmt.Errorf("topic %q holds partition %s at %d", name, p.TopicPartition, i)
 			}
-			if err := img.validatePartition(p, topic.config); err != nil {
+			if err := img.validatePartition(p, effectiveConfig(topic, img.brokerDefaults)); err != nil {
 				return err
 			}
 		}
@@ -438,7 +438,10 @@ func readTrailing(d *codec.Decoder, img *Image, size int) {
 			d.Fail(fmt.Errorf("trailing record %v", r))
 			return
 		}
-		if _, err := img.applyConfig(config); err != nil {
+		// Set without the checks of applyConfig: the order of the
+		// section (defaults, then topics) may pass through states that
+		// break an invariant the whole image keeps; validate checks that.
+		if _, err := img.applyConfigUnchecked(config); err != nil {
 			d.Fail(err)
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tidelog/tide/internal/codec"
@@ -110,17 +111,64 @@ func (r ConfigResource) valid() bool {
 // config names an existing topic, so a config left over from a deleted
 // topic cannot come back with a new topic of the same name (DeleteTopic
 // drops the topic's configs with it).
+//
+// A change of min.insync.replicas, the topic's own or the cluster-wide
+// default it inherits, must leave every partition of the topics it reaches
+// within the invariants: at most the replication factor, and no ELR beside
+// an ISR of at least the new value (KIP-966). The controller clears those
+// ELRs in changes it writes before the config (controller.AlterConfigs);
+// a record that would break one changes nothing.
 func (img *Image) applyConfig(r ConfigRecord) (bool, error) {
 	if !r.Resource.valid() || r.Key == "" {
 		return false, fmt.Errorf("%w: config resource %v key %q", ErrInvariant, r.Resource, r.Key)
 	}
+	if r.Resource.Type == ConfigTopic {
+		if _, ok := img.topics[r.Resource.Name]; !ok {
+			return false, fmt.Errorf("%w: %q", ErrUnknownTopic, r.Resource.Name)
+		}
+	}
+	affected := img.Topics()
+	if r.Resource.Type == ConfigTopic {
+		affected = []string{r.Resource.Name}
+	}
+	before := make([]TopicConfig, len(affected))
+	for i, name := range affected {
+		before[i], _ = img.TopicConfig(name)
+	}
+	previous, had := img.setConfig(r)
+	for i, name := range affected {
+		after, _ := img.TopicConfig(name)
+		if after == before[i] {
+			continue
+		}
+		if err := img.checkTopicConfig(name, after); err != nil {
+			img.setConfig(ConfigRecord{Resource: r.Resource, Key: r.Key, Value: previous, Delete: !had})
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// applyConfigUnchecked applies a ConfigRecord of a snapshot, which the
+// whole image's validate checks once read.
+func (img *Image) applyConfigUnchecked(r ConfigRecord) (bool, error) {
+	if !r.Resource.valid() || r.Key == "" {
+		return false, fmt.Errorf("%w: config resource %v key %q", ErrInvariant, r.Resource, r.Key)
+	}
+	if _, ok := img.topics[r.Resource.Name]; r.Resource.Type == ConfigTopic && !ok {
+		return false, fmt.Errorf("%w: %q", ErrUnknownTopic, r.Resource.Name)
+	}
+	img.setConfig(r)
+	return true, nil
+}
+
+// setConfig sets or deletes one config value, with no check, and returns
+// the value it replaces.
+func (img *Image) setConfig(r ConfigRecord) (previous string, had bool) {
 	var configs map[string]string
 	switch r.Resource.Type {
 	case ConfigTopic:
-		topic, ok := img.topics[r.Resource.Name]
-		if !ok {
-			return false, fmt.Errorf("%w: %q", ErrUnknownTopic, r.Resource.Name)
-		}
+		topic := img.topics[r.Resource.Name]
 		if topic.configs == nil {
 			topic.configs = map[string]string{}
 		}
@@ -131,12 +179,85 @@ func (img *Image) applyConfig(r ConfigRecord) (bool, error) {
 		}
 		configs = img.brokerDefaults
 	}
+	previous, had = configs[r.Key]
 	if r.Delete {
 		delete(configs, r.Key)
 	} else {
 		configs[r.Key] = r.Value
 	}
-	return true, nil
+	return previous, had
+}
+
+// checkTopicConfig checks a topic's partitions against its new config.
+func (img *Image) checkTopicConfig(name string, config TopicConfig) error {
+	if config.MinInsyncReplicas < 1 || config.MinInsyncReplicas > config.ReplicationFactor {
+		return fmt.Errorf("%w: topic %q: min.insync.replicas %d with replication factor %d",
+			ErrInvariant, name, config.MinInsyncReplicas, config.ReplicationFactor)
+	}
+	for _, partition := range img.topics[name].partitions {
+		if err := img.validatePartition(partition, config); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Keys of the configs the controller's own decisions read (TopicConfig).
+const (
+	minInsyncReplicasKey     = "min.insync.replicas"
+	uncleanLeaderElectionKey = "unclean.leader.election.enable"
+)
+
+// effectiveConfig is a topic's TopicConfig as its config records leave
+// it: min.insync.replicas and unclean.leader.election.enable from the
+// topic's own configs, else from the cluster-wide dynamic defaults, else
+// as the topic was created (KIP-226's order; the static broker value the
+// topic was created with stands for the static default). Values were
+// validated before the controller wrote them; one that does not parse
+// counts as not set, and so does a cluster-wide min.insync.replicas above
+// the topic's replication factor.
+func effectiveConfig(topic *topicImage, brokerDefaults map[string]string) TopicConfig {
+	config := topic.config
+	fromDefault := false
+	lookup := func(key string) (string, bool) {
+		if value, ok := topic.configs[key]; ok {
+			fromDefault = false
+			return strings.TrimSpace(value), true
+		}
+		value, ok := brokerDefaults[key]
+		fromDefault = true
+		return strings.TrimSpace(value), ok
+	}
+	if value, ok := lookup(minInsyncReplicasKey); ok {
+		// A cluster-wide default above the topic's replication factor
+		// does not reach it: the controller refuses to write one, but a
+		// log from before it checked may hold one.
+		if n, err := strconv.Atoi(value); err == nil && (!fromDefault || n <= config.ReplicationFactor) {
+			config.MinInsyncReplicas = n
+		}
+	}
+	if value, ok := lookup(uncleanLeaderElectionKey); ok {
+		config.UncleanLeaderElection = strings.EqualFold(value, "true")
+	}
+	return config
+}
+
+// TopicConfigWith returns the TopicConfig a topic would have with its own
+// configs and the cluster-wide defaults replaced by the given ones (nil
+// keeps the image's): what a config change would make of it, before the
+// controller writes it.
+func (img *Image) TopicConfigWith(name string, own, brokerDefaults map[string]string) (TopicConfig, bool) {
+	topic, ok := img.topics[name]
+	if !ok {
+		return TopicConfig{}, false
+	}
+	if own != nil {
+		topic = &topicImage{config: topic.config, configs: own}
+	}
+	if brokerDefaults == nil {
+		brokerDefaults = img.brokerDefaults
+	}
+	return effectiveConfig(topic, brokerDefaults), true
 }
 
 // TopicConfigs returns a copy of the configs set on a topic (its

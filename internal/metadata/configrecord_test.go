@@ -140,3 +140,53 @@ func TestTrailingSectionRefusesOtherRecords(t *testing.T) {
 		}
 	}
 }
+
+// The min.insync.replicas and unclean.leader.election.enable decisions
+// read come from the topic's own config, else the cluster-wide default,
+// else the topic's creation; a record that would leave an ELR beside an
+// ISR reaching the new value, or a value above the replication factor, is
+// refused and changes nothing; a snapshot keeps the effective values.
+func TestDecisionConfigsFollowConfigRecords(t *testing.T) {
+	img := NewImage()
+	three := CreateTopic{Name: "t", Config: TopicConfig{ReplicationFactor: 3, MinInsyncReplicas: 3},
+		Partitions: []PartitionState{{TopicPartition: TopicPartition{Topic: "t"}, Replicas: []BrokerID{1, 2, 3}, ISR: []BrokerID{1, 2}, ELR: []BrokerID{3}, Leader: 1}}}
+	var records []Record
+	for id := BrokerID(1); id <= 3; id++ {
+		records = append(records, RegisterBroker{ID: id, Epoch: BrokerEpoch(id), Incarnation: "a"}, UnfenceBroker{ID: id, Epoch: BrokerEpoch(id)})
+	}
+	applyConfigs(t, img, append(records, three, brokerDefault("unclean.leader.election.enable", "true"))...)
+	if config, _ := img.TopicConfig("t"); config.MinInsyncReplicas != 3 || !config.UncleanLeaderElection {
+		t.Fatalf("config %v", config)
+	}
+	for _, refused := range []ConfigRecord{topicConfig("t", "min.insync.replicas", "2"), brokerDefault("min.insync.replicas", "1"),
+		topicConfig("t", "min.insync.replicas", "4")} {
+		before := img.Offset()
+		if _, err := img.Apply(Entry{Offset: img.nextOffset, Record: refused}); !errors.Is(err, ErrInvariant) || img.Offset() != before {
+			t.Fatalf("%v: %v", refused, err)
+		}
+		if config, _ := img.TopicConfig("t"); config.MinInsyncReplicas != 3 || len(img.TopicConfigs("t")) != 0 || len(img.BrokerDefaultConfigs()) != 1 {
+			t.Fatalf("%v changed the image: %v %v", refused, config, img.TopicConfigs("t"))
+		}
+	}
+	// A log from before the controller checked may hold a default above
+	// the replication factor: it does not reach the topic.
+	applyConfigs(t, img, brokerDefault("min.insync.replicas", "4"))
+	if config, _ := img.TopicConfig("t"); config.MinInsyncReplicas != 3 {
+		t.Fatalf("a default above the replication factor reached the topic: %v", config)
+	}
+	applyConfigs(t, img, PartitionChange{TopicPartition: TopicPartition{Topic: "t"}, Leader: 1, ISR: []BrokerID{1, 2}, PartitionEpoch: 1},
+		brokerDefault("min.insync.replicas", "2"), topicConfig("t", "unclean.leader.election.enable", "false"))
+	if config, _ := img.TopicConfig("t"); config.MinInsyncReplicas != 2 || config.UncleanLeaderElection {
+		t.Fatalf("config %v", config)
+	}
+	if with, _ := img.TopicConfigWith("t", map[string]string{"min.insync.replicas": "1"}, nil); with.MinInsyncReplicas != 1 {
+		t.Fatalf("TopicConfigWith %v", with)
+	}
+	decoded, err := DecodeImage(EncodeImage(nil, img))
+	if err != nil || !decoded.Equal(img) {
+		t.Fatalf("snapshot: %v", err)
+	}
+	if config, _ := decoded.TopicConfig("t"); config.MinInsyncReplicas != 2 {
+		t.Fatalf("snapshot config %v", config)
+	}
+}

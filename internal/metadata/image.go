@@ -129,16 +129,19 @@ func (img *Image) Topic(name string) (Topic, bool) {
 	for i, partition := range topic.partitions {
 		partitions[i] = partition.Clone()
 	}
-	return Topic{Name: name, ID: topic.id, Config: topic.config, Partitions: partitions, Configs: maps.Clone(topic.configs)}, true
+	return Topic{Name: name, ID: topic.id, Config: effectiveConfig(topic, img.brokerDefaults), Partitions: partitions,
+		Configs: maps.Clone(topic.configs)}, true
 }
 
-// TopicConfig returns a topic's configuration.
+// TopicConfig returns a topic's configuration, with the
+// min.insync.replicas and unclean.leader.election.enable its config
+// records set (effectiveConfig).
 func (img *Image) TopicConfig(name string) (TopicConfig, bool) {
 	topic, ok := img.topics[name]
 	if !ok {
 		return TopicConfig{}, false
 	}
-	return topic.config, true
+	return effectiveConfig(topic, img.brokerDefaults), true
 }
 
 // Topics returns the topic names, sorted.
@@ -225,7 +228,7 @@ func (img *Image) Describe() string {
 		if len(topic.configs) > 0 {
 			configs = " configs:" + describeConfigs(topic.configs)
 		}
-		fmt.Fprintf(&out, "topic %s%s %s%s\n", name, id, topic.config, configs)
+		fmt.Fprintf(&out, "topic %s%s %s%s\n", name, id, effectiveConfig(topic, img.brokerDefaults), configs)
 		for _, partition := range topic.partitions {
 			fmt.Fprintf(&out, "  %s%s\n", partition, recoverySuffix(partition.LeaderRecoveryState))
 		}

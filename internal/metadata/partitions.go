@@ -84,7 +84,7 @@ func (img *Image) applyCreatePartitions(r CreatePartitions) (bool, error) {
 			return false, fmt.Errorf("%w: %s has %d replicas, replication factor is %d",
 				ErrInvariant, partition.TopicPartition, len(partition.Replicas), topic.config.ReplicationFactor)
 		}
-		if err := img.validatePartition(partition, topic.config); err != nil {
+		if err := img.validatePartition(partition, effectiveConfig(topic, img.brokerDefaults)); err != nil {
 			return false, err
 		}
 		added[i] = partition.Clone()

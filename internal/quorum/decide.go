@@ -135,12 +135,12 @@ func (q *Quorum) decide(request Request, answer *Answer) ([]metadata.Record, err
 		answer.ElectPreferred = &response
 		return records, err
 	case request.AlterConfigs != nil:
-		records, code, message := controller.AlterConfigs(img, *request.AlterConfigs)
+		records, code, message, err := controller.AlterConfigs(img, *request.AlterConfigs, q.config.Rules)
 		answer.ErrorCode, answer.AlterConfigs = code, &AlterConfigsAnswer{Message: message}
 		if code == 0 {
 			answer.AlterConfigs.Configs = configsAfter(img, request.AlterConfigs.Resource, records)
 		}
-		return records, nil
+		return records, err
 	case request.AllocateProducerIDs != nil:
 		records, block, code, err := controller.AllocateProducerIDs(img, request.From, request.AllocateProducerIDs.BrokerEpoch)
 		answer.ErrorCode, answer.ProducerIDs = code, &block

@@ -40,6 +40,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/rules"
 )
 
 // Config configures one controller node. Validate rejects bad values.
@@ -87,6 +88,10 @@ type Config struct {
 	// operating system's source in tide serve, the world's seeded source in
 	// the simulator, so a run stays a function of its seed.
 	Random io.Reader
+	// Rules is the zero value (every rule on) except in the simulator and
+	// the scenarios; the controller's decisions read it (rule
+	// min-isr-race, controller.AlterConfigs).
+	Rules rules.Rules
 }
 
 // Validate rejects configurations that cannot work.

@@ -159,6 +159,12 @@ func (r *Replica) HandleProduce(request ProduceRequest) {
 		r.refuseProduce(request.ID, err)
 		return
 	}
+	if r.config.Compacted {
+		if keyless := keylessRecords(request.Batches, headers, r.config.producerLimits()); len(keyless) > 0 {
+			r.refuseKeyless(request.ID, keyless)
+			return
+		}
+	}
 	if request.Acks == AcksAll && len(r.state.ISR) < r.config.MinInsyncReplicas {
 		r.answerProduce(request.ID, kerr.NotEnoughReplicas.Code, -1)
 		return
@@ -180,9 +186,16 @@ func (r *Replica) HandleProduce(request ProduceRequest) {
 		// is not acknowledged before the original is committed.
 		base, next = check.Original.FirstOffset, check.Original.LastOffset+1
 	default:
+		batches := request.Batches
+		if r.config.Recompress {
+			if batches, headers, err = recompressBatches(batches, headers, r.config.Codec, r.config.producerLimits()); err != nil {
+				r.refuseProduce(request.ID, err)
+				return
+			}
+		}
 		base = r.log.end
-		r.stampBatches(request.Batches, headers, request.AppendTimeMs)
-		r.appendBatches(request.Batches, headers)
+		r.stampBatches(batches, headers, request.AppendTimeMs)
+		r.appendBatches(batches, headers)
 		next = r.log.end
 	}
 	if request.Acks == AcksNone {

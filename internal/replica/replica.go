@@ -60,8 +60,27 @@ type Config struct {
 	ProposalRetryTicks int64
 	// FlushAlways says the log syncs before data counts (flush=always).
 	FlushAlways bool
-	// MaxBatchBytes bounds one record batch.
+	// MaxBatchBytes bounds one record batch: produced, replicated or read.
 	MaxBatchBytes int
+	// MaxMessageBytes is the topic's max.message.bytes when set, or 0: a
+	// produced batch larger than it is MESSAGE_TOO_LARGE. It bounds only
+	// what producers send; MaxBatchBytes, which the log was opened with,
+	// stays the bound for batches replicated or read, and for produced
+	// ones when it is the smaller.
+	MaxMessageBytes int
+	// Compacted says the topic's cleanup.policy holds compact: a produced
+	// record without a key is INVALID_RECORD, as Kafka's LogValidator
+	// refuses it (the cleaner could never tell what it supersedes).
+	Compacted bool
+	// Recompress and Codec are the topic's compression.type. Recompress
+	// false is producer, Kafka's default: each produced batch is kept as
+	// the producer compressed it. Recompress true makes the leader
+	// recompress every produced batch in another codec to Codec
+	// (record.CompressionNone for uncompressed) before the batch is
+	// stamped and appended (record.Recompress), as Kafka's leader does.
+	// Followers store the leader's bytes.
+	Recompress bool
+	Codec      record.Compression
 	// MaxDecompressedBatchBytes bounds what a produced compressed batch may
 	// inflate to while the leader checks its records: a batch that
 	// inflates further is refused with INVALID_RECORD as soon as the limit
@@ -91,6 +110,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("replica: tick intervals must be positive")
 	case c.MaxBatchBytes < record.HeaderSize || c.MaxPendingProduces < 1:
 		return fmt.Errorf("replica: limits must be positive")
+	case c.Codec < record.CompressionNone || c.Codec > record.CompressionZstd:
+		return fmt.Errorf("replica: codec %d", c.Codec)
 	}
 	return c.producerLimits().Validate()
 }
@@ -101,6 +122,9 @@ func (c Config) Validate() error {
 func (c Config) producerLimits() record.Limits {
 	limits := record.DefaultLimits()
 	limits.MaxBatchBytes = c.MaxBatchBytes
+	if c.MaxMessageBytes > 0 {
+		limits.MaxBatchBytes = max(min(c.MaxMessageBytes, c.MaxBatchBytes), record.HeaderSize)
+	}
 	if c.MaxDecompressedBatchBytes != 0 {
 		limits.MaxDecompressedBatchBytes = c.MaxDecompressedBatchBytes
 	}
@@ -272,6 +296,39 @@ func (r *Replica) SetBrokers(brokers []metadata.BrokerState) {
 	r.brokers = make(map[metadata.BrokerID]metadata.BrokerState, len(brokers))
 	for _, broker := range brokers {
 		r.brokers[broker.ID] = broker
+	}
+}
+
+// TopicConfig is the part of Config a topic's configs set, which can
+// change while the replica lives (SetTopicConfig).
+type TopicConfig struct {
+	MinInsyncReplicas int
+	LogAppendTime     bool
+	MaxMessageBytes   int
+	Compacted         bool
+	Recompress        bool
+	Codec             record.Compression
+}
+
+// SetTopicConfig applies a live change of the topic's configs, at once,
+// as Kafka's leader reads them for each request: the next acks=all
+// produce, the next high watermark step and the next produced batch see
+// the new values. A lower min.insync.replicas may let the high watermark
+// advance now, and the acks waiting for it be answered. The caller applies
+// it before any partition state of the same metadata batch (rule
+// min-isr-race): a leader must never count an ISR the controller decided
+// under a higher min.insync.replicas against a lower one. A
+// min.insync.replicas below 1 is a bug of the caller.
+func (r *Replica) SetTopicConfig(topic TopicConfig) {
+	if topic.MinInsyncReplicas < 1 {
+		panic(fmt.Sprintf("replica %s: min.insync.replicas %d", r.config.Partition, topic.MinInsyncReplicas))
+	}
+	r.config.MinInsyncReplicas, r.config.LogAppendTime = topic.MinInsyncReplicas, topic.LogAppendTime
+	r.config.MaxMessageBytes, r.config.Compacted = topic.MaxMessageBytes, topic.Compacted
+	r.config.Recompress, r.config.Codec = topic.Recompress, topic.Codec
+	if r.role == Leader {
+		r.maybeAdvanceHighWatermark()
+		r.answerLeaderAcks()
 	}
 }
 

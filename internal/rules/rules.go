@@ -93,12 +93,25 @@ const (
 	// same key differently. The rule: load only records below the high
 	// watermark (Kafka's loader reads what is committed before serving).
 	LoadCommittedOnly Rule = "load-committed-only"
+	// MinISRRace is the min.insync.replicas race of a live config change:
+	// a leader proposed an ISR shrink while it still held the old, lower
+	// min.insync.replicas; the controller, already at the new value,
+	// accepted it and kept the removed follower eligible (ELR, KIP-966);
+	// the leader applied the answer before the config reached it and
+	// advanced the high watermark past that follower on a too-small ISR.
+	// When every ISR member failed, the follower was elected from the ELR
+	// without committed records. The rule: a min.insync.replicas change
+	// bumps the partition epoch of every partition of the topic in the
+	// same metadata entry, so a shrink built before the change fails the
+	// compare-and-set (KIP-497) and the leader proposes it again once it
+	// holds the new value.
+	MinISRRace Rule = "min-isr-race"
 )
 
 // All lists every rule, in a stable order.
 func All() []Rule {
 	return []Rule{EpochTruncation, FencedFetch, EpochSafeISRJoin, MonotonicHighWatermark, OrderedMetadata, CommittedMeansDurable, CleanBelowHighWatermark,
-		AnswerAfterCommit, LoadCommittedOnly}
+		AnswerAfterCommit, LoadCommittedOnly, MinISRRace}
 }
 
 // Parse returns the rule with the given name.

@@ -18,11 +18,12 @@ func TestReplayBothWays(t *testing.T) {
 		"kafka-4414":   "verdict: replica invariant broken: broker 2 t-0: leader epoch went backwards from 3 to 2",
 		"kafka-6880":   "verdict: replicas disagree at offset 40",
 		"kafka-7128":   "verdict: committed offsets 5..9 lost",
+		"min-isr-race": "verdict: committed offsets 5..9 lost",
 		"unsynced-ack": "verdict: offsets 0..4 lost after power loss",
 	}
 	list := List()
 	if len(list) != len(want) {
-		t.Fatalf("want the five seeds and the power-loss case, got %v", list)
+		t.Fatalf("want the five seeds, the power-loss case and the min.insync.replicas race, got %v", list)
 	}
 	for _, scenario := range list {
 		var out bytes.Buffer

@@ -25,6 +25,7 @@ import (
 //	cut from=N to=M [both] | heal from=N to=M [both]
 //	crash broker=N [power-loss] | restart broker=N | pause broker=N | resume broker=N
 //	shutdown broker=N | elect-preferred | sync broker=N
+//	alter-config KEY=VALUE...                     the topic's configs (IncrementalAlterConfigs SET)
 //	list-offsets broker=N | fetch broker=N [from=O]
 //	tick [n=N] | run until=CONDITION [limit=N] | stabilize
 //	state | check [recover]
@@ -146,6 +147,8 @@ func runCommand(s *sim.Script, d Command) string {
 		must(s.Shutdown(d.brokerArg("broker")))
 	case "elect-preferred":
 		must(s.ElectPreferred())
+	case "alter-config":
+		alterConfig(s, d)
 	case "sync":
 		must(s.Sync(d.brokerArg("broker")))
 	case "list-offsets":
@@ -170,6 +173,19 @@ func runCommand(s *sim.Script, d Command) string {
 		fail("unknown command %q", d.Name)
 	}
 	return ""
+}
+
+// alterConfig sets the topic's configs named as key=value, one request
+// each, in the order written.
+func alterConfig(s *sim.Script, d Command) {
+	fields := strings.Fields(commandText(d))
+	if len(fields) < 2 {
+		fail("alter-config needs key=value")
+	}
+	for _, field := range fields[1:] {
+		key, value, _ := strings.Cut(field, "=")
+		must(s.AlterConfig(key, value))
+	}
 }
 
 func linkCommand(s *sim.Script, d Command) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tidelog/tide/internal/controller"
+	"github.com/tidelog/tide/internal/logconfig"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/wire"
@@ -387,7 +388,29 @@ func (c Config) Validate() error {
 	case c.MaxFrameBytes < 1<<20 || c.QueueLength < 16:
 		return errors.New("frames of at least 1 MiB and queues of at least 16")
 	}
+	if err := c.validateLogDefaults(); err != nil {
+		return err
+	}
 	return c.validateKafkaLimits()
+}
+
+// validateLogDefaults checks the static log settings against Kafka's
+// ranges for their broker configs (internal/logconfig). Zero leaves one
+// unset; an explicit zero, which Kafka would take literally (delete at
+// once, roll at every batch), is refused rather than read as unset.
+func (c Config) validateLogDefaults() error {
+	for _, setting := range []struct {
+		name  string
+		value int64
+	}{{"log.retention.ms", c.RetentionMs}, {"log.retention.bytes", c.RetentionBytes}, {"log.segment.bytes", c.SegmentBytes}, {"log.roll.ms", c.SegmentMs}} {
+		if setting.value == 0 {
+			continue
+		}
+		if err := logconfig.ValidateBroker(setting.name, strconv.FormatInt(setting.value, 10)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // unroutable reports an address a broker could not advertise: none, a

@@ -56,6 +56,7 @@ func (s *Server) openLifecycle(endpoint string) error {
 		KafkaListeners: c.KafkaListeners, DefaultPartitions: c.DefaultPartitions, DefaultReplicationFactor: c.DefaultReplicationFactor,
 		AutoCreateTopics: !c.DisableAutoCreateTopics, SegmentBytes: c.segmentBytes(), MaxBatchBytes: maxBatchBytes, Wire: s.kafka.wire, Fetcher: c.fetcherConfig(),
 		MaxWaitingFetches: c.KafkaMaxWaitingFetches, RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes,
+		StaticConfigs: c.staticConfigs(), DefaultConfigs: defaultConfigs(),
 		LogDir: c.partitionsDir()}, lifecycle)
 	return err
 }
@@ -85,6 +86,36 @@ func (c Config) segmentBytes() int64 {
 		return c.SegmentBytes
 	}
 	return segmentBytes
+}
+
+// staticConfigs are the log settings this node's configuration sets, by
+// Kafka's broker config names: DescribeConfigs shows them as
+// STATIC_BROKER_CONFIG, between the cluster-wide dynamic defaults and the
+// defaults.
+func (c Config) staticConfigs() map[string]string {
+	static := map[string]string{}
+	set := func(name string, value int64) {
+		if value != 0 {
+			static[name] = strconv.FormatInt(value, 10)
+		}
+	}
+	set("log.retention.ms", c.RetentionMs)
+	set("log.retention.bytes", c.RetentionBytes)
+	set("log.segment.bytes", c.SegmentBytes)
+	set("log.roll.ms", c.SegmentMs)
+	if c.LogAppendTime {
+		static["log.message.timestamp.type"] = "LogAppendTime"
+	}
+	return static
+}
+
+// defaultConfigs are tide's defaults that are not Kafka's: smaller
+// segments, and message.max.bytes of a whole MiB.
+func defaultConfigs() map[string]string {
+	return map[string]string{
+		"log.segment.bytes": strconv.Itoa(segmentBytes),
+		"message.max.bytes": strconv.Itoa(maxBatchBytes),
+	}
 }
 
 // newNode starts the broker once its incarnation is registered.

@@ -239,7 +239,7 @@ func checkSaramaConfigs(t *testing.T, admin sarama.ClusterAdmin, brokers []*sara
 				t.Fatalf("DescribeConfigs broker %s: %v", result.Name, result.Configs)
 			}
 		case found["unclean.leader.election.enable"].Value != "true" || found["unclean.leader.election.enable"].Source != sarama.SourceTopic ||
-			!found["unclean.leader.election.enable"].ReadOnly:
+			found["unclean.leader.election.enable"].ReadOnly:
 			t.Fatalf("DescribeConfigs topic %s: unclean.leader.election.enable is %+v", topic, found["unclean.leader.election.enable"])
 		case found["min.insync.replicas"].Value != "1" || !found["min.insync.replicas"].Default:
 			t.Fatalf("DescribeConfigs topic %s: min.insync.replicas is %+v", topic, found["min.insync.replicas"])
@@ -621,17 +621,21 @@ func saramaReceiveAcrossRestart(t *testing.T, partitionConsumer sarama.Partition
 }
 
 // checkSaramaAlterConfig replaces the topic's configs with AlterConfig:
-// leaving out unclean.leader.election.enable, which the topic was created
-// with and which cannot change yet, is INVALID_CONFIG naming it; keeping
-// it and adding retention.ms=-1 (nothing expires, so the later checks
+// a min.insync.replicas above the replication factor is INVALID_CONFIG
+// naming it; leaving out unclean.leader.election.enable, which the topic
+// was created with, turns it back to its default on the live topic; setting
+// it again with retention.ms=-1 (nothing expires, so the later checks
 // still find every record) succeeds, and DescribeConfig finds it once the
 // answering broker has the change.
 func checkSaramaAlterConfig(t *testing.T, admin sarama.ClusterAdmin, topic string) {
 	t.Helper()
-	keep, unclean := "-1", "true"
-	err := admin.AlterConfig(sarama.TopicResource, topic, map[string]*string{"retention.ms": &keep}, false)
-	if !errors.Is(err, sarama.ErrInvalidConfig) || !strings.Contains(err.Error(), "unclean.leader.election.enable") {
-		t.Fatalf("AlterConfig without unclean.leader.election.enable: %v, want INVALID_CONFIG naming it", err)
+	keep, unclean, two := "-1", "true", "2"
+	err := admin.AlterConfig(sarama.TopicResource, topic, map[string]*string{"retention.ms": &keep, "min.insync.replicas": &two}, false)
+	if !errors.Is(err, sarama.ErrInvalidConfig) || !strings.Contains(err.Error(), "min.insync.replicas") {
+		t.Fatalf("AlterConfig with min.insync.replicas 2 on replication factor 1: %v, want INVALID_CONFIG naming it", err)
+	}
+	if err := admin.AlterConfig(sarama.TopicResource, topic, map[string]*string{"retention.ms": &keep}, false); err != nil {
+		t.Fatalf("AlterConfig without unclean.leader.election.enable: %v", err)
 	}
 	configs := map[string]*string{"retention.ms": &keep, "unclean.leader.election.enable": &unclean}
 	if err := admin.AlterConfig(sarama.TopicResource, topic, configs, false); err != nil {

@@ -60,7 +60,8 @@ func TestKadmTopicConfigs(t *testing.T) {
 	}
 
 	value := make([]byte, 1_500_000)
-	if err := client.ProduceSync(ctx, &kgo.Record{Topic: "configured", Value: value}).FirstErr(); err != nil {
+	// The topic is compacted: its records need a key (INVALID_RECORD without).
+	if err := client.ProduceSync(ctx, &kgo.Record{Topic: "configured", Key: []byte("k"), Value: value}).FirstErr(); err != nil {
 		t.Fatalf("a 1.5 MB record on a topic with max.message.bytes 2000000: %v", err)
 	}
 }

@@ -20,6 +20,16 @@ func TestEachLegacyRuleIsFound(t *testing.T) {
 				// are (TestReplayPropertyCatchesEachLegacyRule).
 				t.Skip("no group workload in the simulator yet")
 			}
+			if rule == rules.MinISRRace {
+				// The race needs an ISR shrink to reach the controller
+				// after a min.insync.replicas change and its answer to
+				// reach the leader before the change does; the random
+				// workload changes no min.insync.replicas of a topic it
+				// produces to. internal/scenario/scenarios/min-isr-race
+				// replays it step by step (tide scenario run
+				// min-isr-race --legacy).
+				t.Skip("found by the min-isr-race scenario, not by random seeds")
+			}
 			t.Parallel()
 			for seed := uint64(1); seed <= uint64(legacyBudget); seed++ {
 				result := Run(Options{Seed: seed, Legacy: []rules.Rule{rule}})

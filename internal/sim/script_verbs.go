@@ -281,6 +281,30 @@ func (s *Script) ElectPreferred() error {
 	return nil
 }
 
+// AlterConfig sets one config of the script's topic (Kafka's
+// IncrementalAlterConfigs SET) at the active controller and notes its
+// answer; the controller's records are traced as they commit.
+func (s *Script) AlterConfig(key, value string) error {
+	if err := s.needTopic(); err != nil {
+		return err
+	}
+	answer, err := s.adminRequest(quorum.Request{AlterConfigs: &controller.AlterConfigsRequest{
+		Resource:    metadata.ConfigResource{Type: metadata.ConfigTopic, Name: s.partition.Topic},
+		Incremental: true, Changes: []controller.ConfigChange{{Key: key, Op: controller.ConfigSet, Value: value}},
+	}})
+	if err != nil {
+		return err
+	}
+	if answer.ErrorCode != 0 {
+		message := ""
+		if answer.AlterConfigs != nil {
+			message = ": " + answer.AlterConfigs.Message
+		}
+		s.note("alter-config %s=%s: %s%s", key, value, controller.CodeName(answer.ErrorCode), message)
+	}
+	return nil
+}
+
 // Sync completes the syncs a broker's disk was asked for (ManualSync).
 func (s *Script) Sync(id metadata.BrokerID) error {
 	b, err := s.runningBroker(id)

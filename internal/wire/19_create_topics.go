@@ -163,11 +163,18 @@ func fillCreatedTopic(entry *kmsg.CreateTopicsResponseTopic, create controller.C
 		entry.ErrorMessage = &message
 		return
 	}
-	broker := cluster.Config
 	entry.NumPartitions, entry.ReplicationFactor = int32(create.Partitions), int16(create.ReplicationFactor)
-	for _, config := range topicConfigs(metadata.Topic{Config: create.Config, Configs: create.Configs}, broker) {
+	config := create.Config
+	if value, ok := cluster.DynamicDefaults["min.insync.replicas"]; ok && create.Configs["min.insync.replicas"] == "" {
+		config.MinInsyncReplicas, _ = strconv.Atoi(strings.TrimSpace(value))
+	}
+	if value, ok := cluster.DynamicDefaults["unclean.leader.election.enable"]; ok && create.Configs["unclean.leader.election.enable"] == "" {
+		config.UncleanLeaderElection = strings.EqualFold(strings.TrimSpace(value), "true")
+	}
+	for _, config := range topicConfigs(metadata.Topic{Config: config, Configs: create.Configs}, cluster) {
+		first := config.chain[0]
 		described := kmsg.NewCreateTopicsResponseTopicConfig()
-		described.Name, described.Value, described.ReadOnly, described.Source = config.name, &config.value, readOnlyConfig(config.name), int8(config.source)
+		described.Name, described.Value, described.ReadOnly, described.Source = config.name, &first.value, config.readOnly, int8(first.source)
 		entry.Configs = append(entry.Configs, described)
 	}
 }

@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,7 +42,7 @@ func TestDescribeConfigs(t *testing.T) {
 		response := roundTrip(t, h, request).(*kmsg.DescribeConfigsResponse)
 		resources := response.Resources
 		topic := configValues(resources[0])
-		if got := topic["min.insync.replicas"]; *got.Value != "2" || got.Source != kmsg.ConfigSourceDynamicTopicConfig || !got.ReadOnly {
+		if got := topic["min.insync.replicas"]; *got.Value != "2" || got.Source != kmsg.ConfigSourceDynamicTopicConfig || got.ReadOnly {
 			t.Fatalf("v%d: min.insync.replicas %+v", version, got)
 		}
 		if got := topic["unclean.leader.election.enable"]; *got.Value != "false" || got.Source != kmsg.ConfigSourceDefaultConfig {
@@ -50,7 +52,7 @@ func TestDescribeConfigs(t *testing.T) {
 		if got := topic["segment.bytes"]; got.ReadOnly || !broker1ReadOnly(resources[2], "log.segment.bytes") {
 			t.Fatalf("v%d: segment.bytes read-only %v, or the broker's log.segment.bytes not", version, got.ReadOnly)
 		}
-		if got := topic["segment.bytes"]; *got.Value != "1073741824" || len(got.ConfigSynonyms) != 2 || got.ConfigSynonyms[1].Name != "log.segment.bytes" {
+		if got := topic["segment.bytes"]; *got.Value != "1073741824" || len(got.ConfigSynonyms) != 1 || got.ConfigSynonyms[0].Name != "log.segment.bytes" {
 			t.Fatalf("v%d: segment.bytes %+v", version, got)
 		}
 		if version >= 3 && topic["retention.ms"].ConfigType != kmsg.ConfigTypeLong {
@@ -103,4 +105,58 @@ func TestDescribeConfigsOfTopicConfigs(t *testing.T) {
 func broker1ReadOnly(resource kmsg.DescribeConfigsResponseResource, name string) bool {
 	got, ok := configValues(resource)[name]
 	return ok && got.ReadOnly
+}
+
+// Sources and synonym chains as Kafka's ConfigHelper gives them: the
+// topic's own value, then the cluster-wide dynamic default, then the
+// broker's static setting, then the default; each only where set, the
+// first giving the value. The broker resource "" shows the dynamic
+// defaults, alterable; a broker by id its settings, read-only.
+func TestDescribeConfigsSynonymChains(t *testing.T) {
+	backend := newFakeBackend()
+	backend.addTopic("orders", 1, 0)
+	backend.topics["orders"].configs = map[string]string{"retention.ms": "60000"}
+	backend.cluster.DynamicDefaults = map[string]string{"log.retention.ms": "120000", "log.segment.bytes": "2000000"}
+	backend.cluster.Config.Static = map[string]string{"log.retention.ms": "180000", "log.retention.bytes": "5000"}
+	h := newTestHandler(t, backend)
+	request := kmsg.NewPtrDescribeConfigsRequest()
+	request.Version, request.IncludeSynonyms = 4, true
+	request.Resources = []kmsg.DescribeConfigsRequestResource{
+		describeConfigsResource(kmsg.ConfigResourceTypeTopic, "orders"),
+		describeConfigsResource(kmsg.ConfigResourceTypeBroker, ""),
+		describeConfigsResource(kmsg.ConfigResourceTypeBroker, "1"),
+	}
+	response := roundTrip(t, h, request).(*kmsg.DescribeConfigsResponse)
+	topic := configValues(response.Resources[0])
+	for name, want := range map[string]string{
+		"retention.ms":    "retention.ms=60000 DYNAMIC_TOPIC_CONFIG, log.retention.ms=120000 DYNAMIC_DEFAULT_BROKER_CONFIG, log.retention.ms=180000 STATIC_BROKER_CONFIG, log.retention.ms=604800000 DEFAULT_CONFIG",
+		"segment.bytes":   "log.segment.bytes=2000000 DYNAMIC_DEFAULT_BROKER_CONFIG, log.segment.bytes=1073741824 DEFAULT_CONFIG",
+		"retention.bytes": "log.retention.bytes=5000 STATIC_BROKER_CONFIG, log.retention.bytes=-1 DEFAULT_CONFIG",
+		"segment.ms":      "log.roll.ms=604800000 DEFAULT_CONFIG",
+	} {
+		got := topic[name]
+		if chain := describeChain(got); chain != want || *got.Value != *got.ConfigSynonyms[0].Value || got.Source != got.ConfigSynonyms[0].Source {
+			t.Errorf("%s: %s = %s, chain %s\nwant chain %s", name, *got.Value, got.Source, chain, want)
+		}
+	}
+	defaults := response.Resources[1].Configs
+	if len(defaults) != 2 || defaults[0].Name != "log.retention.ms" || defaults[0].Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig ||
+		defaults[0].ReadOnly || *defaults[1].Value != "2000000" {
+		t.Errorf("the cluster-wide defaults: %+v", defaults)
+	}
+	broker := configValues(response.Resources[2])
+	if got := broker["log.retention.ms"]; *got.Value != "120000" || got.Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig || !got.ReadOnly {
+		t.Errorf("broker 1 log.retention.ms: %+v", got)
+	}
+	if got := broker["log.retention.bytes"]; *got.Value != "5000" || got.Source != kmsg.ConfigSourceStaticBrokerConfig {
+		t.Errorf("broker 1 log.retention.bytes: %+v", got)
+	}
+}
+
+func describeChain(config kmsg.DescribeConfigsResponseResourceConfig) string {
+	var links []string
+	for _, synonym := range config.ConfigSynonyms {
+		links = append(links, fmt.Sprintf("%s=%s %s", synonym.Name, *synonym.Value, synonym.Source))
+	}
+	return strings.Join(links, ", ")
 }

@@ -114,6 +114,10 @@ type Cluster struct {
 	// order. A replica on a broker not listed here is reported offline.
 	Brokers []Broker
 	Config  BrokerConfig
+	// DynamicDefaults are the cluster-wide dynamic broker defaults the
+	// metadata log holds (AlterConfigs of the broker resource ""), by
+	// Kafka's broker config names.
+	DynamicDefaults map[string]string
 }
 
 // Broker is one broker's client endpoint.
@@ -149,6 +153,11 @@ type BrokerConfig struct {
 	RetentionMs int64
 	// MessageMaxBytes is message.max.bytes, the largest batch accepted.
 	MessageMaxBytes int64
+	// Static are the broker configs set on this broker's command line or
+	// config file (STATIC_BROKER_CONFIG), by Kafka's names; Defaults the
+	// broker's values of the others it has (DEFAULT_CONFIG), where they
+	// are not Kafka's. DescribeConfigs builds its synonym chains on them.
+	Static, Defaults map[string]string
 }
 
 // IsolationLevel is a fetch's or ListOffsets' isolation level. With no
