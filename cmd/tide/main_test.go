@@ -91,6 +91,11 @@ func TestLogInspect(t *testing.T) {
 	if err == nil || exitCode(err) != 1 || !strings.Contains(out, "damaged at byte") {
 		t.Fatalf("inspect of a damaged log: %v\n%s", err, out)
 	}
+	// A directory that is not there is an error, exit 1, not a silent 0.
+	missing := filepath.Join(t.TempDir(), "no-such-partition")
+	if _, err := run("log", "inspect", missing); err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), "no-such-partition") {
+		t.Fatalf("inspect of a missing directory: %v (exit %d)", err, exitCode(err))
+	}
 }
 
 func TestSimCommand(t *testing.T) {

@@ -13,6 +13,12 @@ import (
 // loses availability or may lose data (an offline partition, an unclean
 // election).
 type Event struct {
+	// Kind names the event for counting (metrics): leader-elected,
+	// unclean-leader-election, partition-offline, isr-shrink, isr-expand,
+	// replicas-reassigned, broker-registered, broker-unfenced,
+	// broker-fenced, controlled-shutdown, broker-unregistered,
+	// topic-created, topic-deleted, partitions-added, config-changed.
+	Kind    string
 	Level   EventLevel
 	Message string
 	Attrs   []EventAttr
@@ -85,37 +91,37 @@ func (n *Narrator) narrate(entry Entry, fenced map[BrokerID]bool) []Event {
 		for _, p := range record.Partitions {
 			n.partitions[p.TopicPartition] = p.Clone()
 		}
-		return []Event{info("topic created", attr("topic", record.Name), attr("topic_id", record.ID.String()),
+		return []Event{info("topic-created", "topic created", attr("topic", record.Name), attr("topic_id", record.ID.String()),
 			attr("partitions", strconv.Itoa(len(record.Partitions))), attr("replication_factor", strconv.Itoa(record.Config.ReplicationFactor)), offset)}
 	case CreatePartitions:
 		for _, p := range record.Partitions {
 			n.partitions[p.TopicPartition] = p.Clone()
 		}
-		return []Event{info("partitions added", attr("topic", record.Topic), attr("added", strconv.Itoa(len(record.Partitions))), offset)}
+		return []Event{info("partitions-added", "partitions added", attr("topic", record.Topic), attr("added", strconv.Itoa(len(record.Partitions))), offset)}
 	case DeleteTopic:
 		for tp := range n.partitions {
 			if tp.Topic == record.Name {
 				delete(n.partitions, tp)
 			}
 		}
-		return []Event{info("topic deleted", attr("topic", record.Name), offset)}
+		return []Event{info("topic-deleted", "topic deleted", attr("topic", record.Name), offset)}
 	case RegisterBroker:
 		delete(n.shuttingDown, record.ID)
-		return []Event{info("broker registered", broker(record.ID), attr("broker_epoch", fmt.Sprint(record.Epoch)), attr("endpoint", record.Endpoint), offset)}
+		return []Event{info("broker-registered", "broker registered", broker(record.ID), attr("broker_epoch", fmt.Sprint(record.Epoch)), attr("endpoint", record.Endpoint), offset)}
 	case UnfenceBroker:
-		return []Event{info("broker unfenced: it may lead and join ISRs", broker(record.ID), offset)}
+		return []Event{info("broker-unfenced", "broker unfenced: it may lead and join ISRs", broker(record.ID), offset)}
 	case FenceBroker:
 		reason := "it missed its session (no heartbeat within the session timeout)"
 		if n.shuttingDown[record.ID] {
 			reason = "its controlled shutdown completed"
 		}
-		return []Event{info("broker fenced", broker(record.ID), attr("reason", reason), offset)}
+		return []Event{info("broker-fenced", "broker fenced", broker(record.ID), attr("reason", reason), offset)}
 	case BeginControlledShutdown:
-		return []Event{info("broker began a controlled shutdown; its leaderships move first", broker(record.ID), offset)}
+		return []Event{info("controlled-shutdown", "broker began a controlled shutdown; its leaderships move first", broker(record.ID), offset)}
 	case UnregisterBroker:
-		return []Event{info("broker unregistered", broker(record.ID), offset)}
+		return []Event{info("broker-unregistered", "broker unregistered", broker(record.ID), offset)}
 	case ConfigRecord:
-		return []Event{info("config changed", attr("resource", record.Resource.String()), attr("config", record.Key), attr("value", record.Value), offset)}
+		return []Event{info("config-changed", "config changed", attr("resource", record.Resource.String()), attr("config", record.Key), attr("value", record.Value), offset)}
 	}
 	return nil
 }
@@ -134,18 +140,18 @@ func (n *Narrator) partitionChange(change PartitionChange, fenced map[BrokerID]b
 	partition := attr("partition", change.TopicPartition.String())
 	var events []Event
 	if known && change.Replicas != nil && !slices.Equal(before.Replicas, change.Replicas) {
-		events = append(events, info("replicas reassigned", partition, attr("from", ids(before.Replicas)), attr("to", ids(change.Replicas)), offset))
+		events = append(events, info("replicas-reassigned", "replicas reassigned", partition, attr("from", ids(before.Replicas)), attr("to", ids(change.Replicas)), offset))
 	}
 	if !known || before.Leader != change.Leader {
 		events = append(events, n.leaderChange(before, after, known, fenced, partition, offset))
 	}
 	removed, added := difference(before.ISR, change.ISR), difference(change.ISR, before.ISR)
 	if known && len(removed) > 0 {
-		events = append(events, info("ISR shrank", partition, attr("isr", ids(change.ISR)), attr("removed", ids(removed)),
+		events = append(events, info("isr-shrink", "ISR shrank", partition, attr("isr", ids(change.ISR)), attr("removed", ids(removed)),
 			attr("reason", n.removalReason(removed, fenced)), attr("elr", ids(change.ELR)), offset))
 	}
 	if known && len(added) > 0 {
-		events = append(events, info("ISR expanded: a follower caught up", partition, attr("isr", ids(change.ISR)), attr("added", ids(added)), offset))
+		events = append(events, info("isr-expand", "ISR expanded: a follower caught up", partition, attr("isr", ids(change.ISR)), attr("added", ids(added)), offset))
 	}
 	return events
 }
@@ -156,7 +162,7 @@ func (n *Narrator) leaderChange(before, after PartitionState, known bool, fenced
 		attrs = append(attrs, attr("previous_leader", strconv.Itoa(int(before.Leader))))
 	}
 	if after.Leader == NoBroker {
-		return Event{Level: EventWarn, Message: "partition offline: no replica may lead it", Attrs: append(attrs, attr("elr", ids(after.ELR)), offset)}
+		return Event{Kind: "partition-offline", Level: EventWarn, Message: "partition offline: no replica may lead it", Attrs: append(attrs, attr("elr", ids(after.ELR)), offset)}
 	}
 	reason := "election"
 	switch {
@@ -165,14 +171,14 @@ func (n *Narrator) leaderChange(before, after PartitionState, known bool, fenced
 	case known && before.Leader != NoBroker && n.shuttingDown[before.Leader]:
 		reason = "the previous leader is shutting down"
 	case known && before.Leader == NoBroker && !slices.Contains(before.ISR, after.Leader) && !slices.Contains(before.ELR, after.Leader):
-		return Event{Level: EventWarn, Message: "unclean leader election: records committed before may be lost",
+		return Event{Kind: "unclean-leader-election", Level: EventWarn, Message: "unclean leader election: records committed before may be lost",
 			Attrs: append(attrs, attr("reason", "unclean.leader.election.enable: no ISR or ELR member could lead"), offset)}
 	case known && before.Leader == NoBroker:
 		reason = "the partition was offline"
 	case len(after.Replicas) > 0 && after.Replicas[0] == after.Leader:
 		reason = "the preferred replica"
 	}
-	return Event{Level: EventInfo, Message: "leader elected", Attrs: append(attrs, attr("reason", reason), offset)}
+	return Event{Kind: "leader-elected", Level: EventInfo, Message: "leader elected", Attrs: append(attrs, attr("reason", reason), offset)}
 }
 
 // removalReason says why members left an ISR: fenced, shutting down, or
@@ -208,8 +214,8 @@ func broker(id BrokerID) EventAttr { return attr("broker", strconv.Itoa(int(id))
 
 func attr(key, value string) EventAttr { return EventAttr{Key: key, Value: value} }
 
-func info(message string, attrs ...EventAttr) Event {
-	return Event{Level: EventInfo, Message: message, Attrs: attrs}
+func info(kind, message string, attrs ...EventAttr) Event {
+	return Event{Kind: kind, Level: EventInfo, Message: message, Attrs: attrs}
 }
 
 func joinText(parts []string) string { return strings.Join(parts, "; ") }

@@ -10,6 +10,9 @@ func describe(events []Event) string {
 	var lines []string
 	for _, e := range events {
 		line := e.Message
+		if e.Kind == "" {
+			line = "NO KIND " + line
+		}
 		if e.Level == EventWarn {
 			line = "WARN " + line
 		}
@@ -57,6 +60,9 @@ func TestNarratorSaysWhy(t *testing.T) {
 			entries = append(entries, Entry{Offset: int64(100 + i), Record: r})
 		}
 		got := describe(n.Narrate(entries))
+		if strings.Contains(got, "NO KIND") {
+			t.Errorf("step %d: an event without a kind:\n%s", i, got)
+		}
 		for _, want := range step.want {
 			if !strings.Contains(got, want) {
 				t.Errorf("step %d: lacks %q:\n%s", i, want, got)

@@ -47,6 +47,9 @@ func (s *Server) narrateMetadata() {
 		return
 	}
 	for _, event := range s.narrator.Narrate(entries) {
+		if s.metrics != nil {
+			s.metrics.events.WithLabelValues(event.Kind).Inc()
+		}
 		level := slog.LevelInfo
 		if event.Level == metadata.EventWarn {
 			level = slog.LevelWarn

@@ -38,6 +38,10 @@ type nodeMetrics struct {
 	requestBytes   *prometheus.CounterVec
 	responseBytes  *prometheus.CounterVec
 	fsyncSeconds   prometheus.Histogram
+	// events count what the active controller committed, by kind
+	// (metadata.Event.Kind): leader elections, ISR shrinks and expansions,
+	// fencing, offline partitions.
+	events *prometheus.CounterVec
 	// totals are running counts the console's rate charts sample, kept
 	// apart from the registry so reading them takes no gathering.
 	totals requestTotals
@@ -81,7 +85,11 @@ func newNodeMetrics(s *Server) *nodeMetrics {
 			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16), // 50 µs to 1.6 s
 		}),
 	}
-	m.registry.MustRegister(m.requests, m.requestSeconds, m.requestBytes, m.responseBytes, m.fsyncSeconds,
+	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_controller_kafkacontroller_events_total",
+		Help: "Metadata changes this node committed while the active controller, by kind (event): leader-elected, unclean-leader-election, partition-offline, isr-shrink, isr-expand, broker-fenced, topic-created, ...; summed over the nodes, the cluster's.",
+	}, []string{"event"})
+	m.registry.MustRegister(m.events, m.requests, m.requestSeconds, m.requestBytes, m.responseBytes, m.fsyncSeconds,
 		snapshotCollector{server: s}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

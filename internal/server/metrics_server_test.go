@@ -91,6 +91,30 @@ func TestMetricsFollowTheCluster(t *testing.T) {
 	c.start(follower)
 	waitForValue(t, "under-replicated partitions 0 after the follower returned", underReplicated, 0)
 	checkEventsLogged(t, c, follower)
+	checkEventCounts(t, metricsAddresses, follower)
+}
+
+// checkEventCounts: the active controllers counted the fencing and the ISR
+// shrink and expansion they committed, all after the follower was killed,
+// so on the nodes that kept running.
+func checkEventCounts(t *testing.T, addresses map[metadata.BrokerID]string, follower metadata.BrokerID) {
+	t.Helper()
+	counts := map[string]float64{}
+	for id, address := range addresses {
+		if id == follower {
+			continue // restarted: its counters began again
+		}
+		families := scrapeMetrics(t, address)
+		for _, kind := range []string{"broker-fenced", "isr-shrink", "isr-expand"} {
+			value, _ := metricValue(families, "kafka_controller_kafkacontroller_events_total", map[string]string{"event": kind})
+			counts[kind] += value
+		}
+	}
+	for kind, count := range counts {
+		if count < 1 {
+			t.Errorf("events_total{event=%q} summed over the running nodes: %v, want at least 1 (%v)", kind, count, counts)
+		}
+	}
 }
 
 // checkEventsLogged: the nodes' logs tell at info what happened, with
