@@ -15,7 +15,7 @@ func newLogger(out io.Writer, level, format string) (*slog.Logger, error) {
 	}
 	options := &slog.HandlerOptions{Level: parsed}
 	switch format {
-	case "text":
+	case "text", "": // text is the default
 		return slog.New(slog.NewTextHandler(out, options)), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(out, options)), nil
