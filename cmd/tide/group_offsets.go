@@ -120,7 +120,7 @@ group not yet known), as kafka-consumer-groups.sh --reset-offsets does; a group
 with members is refused, since its consumers would overwrite the reset at
 their next commit. The partitions: every partition of each --topic (or the
 listed ones, --topic orders:0,2), or with --all-topics each partition the
-group has committed. The target, one of:
+group has committed an offset for. The target, one of:
 
   --to-earliest        the log start offset
   --to-latest          the high watermark (the next offset to be committed)
@@ -235,8 +235,13 @@ func planGroupReset(ctx context.Context, admin *kadm.Client, group string, selec
 		return nil, err
 	}
 	if len(selection) == 0 {
-		for topic := range committed {
-			selection[topic] = nil
+		// --all-topics: the partitions the group has committed.
+		for topic, partitions := range committed {
+			for partition, commit := range partitions {
+				if commit.Err == nil {
+					selection[topic] = append(selection[topic], partition)
+				}
+			}
 		}
 		if len(selection) == 0 {
 			return nil, errors.New("the group has no committed offsets: name the topics with --topic")
