@@ -34,6 +34,9 @@ func sampleRecords() []Record {
 			{TopicPartition: TopicPartition{Topic: "legacy", Partition: 3}, Replicas: []BrokerID{1}, ISR: []BrokerID{}, ELR: []BrokerID{}, Leader: NoBroker}}},
 		ConfigRecord{Resource: ConfigResource{Type: ConfigTopic, Name: "events"}, Key: "retention.ms", Value: "60000"},
 		ConfigRecord{Resource: ConfigResource{Type: ConfigBrokerDefault}, Key: "log.retention.ms", Delete: true},
+		Reassignment{TopicPartition: TopicPartition{Topic: "events", Partition: 2}, PartitionEpoch: 9,
+			Adding: []BrokerID{4}, Removing: []BrokerID{1}},
+		Reassignment{TopicPartition: TopicPartition{Topic: "events"}, PartitionEpoch: 10},
 	}
 }
 
