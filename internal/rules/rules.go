@@ -59,11 +59,22 @@ const (
 	// ends at the high watermark (Kafka's first uncleanable offset is at
 	// most the last stable offset, which is at most the high watermark).
 	CleanBelowHighWatermark Rule = "clean-above-hw"
+	// ReassignmentCompletesInISR is the reassignment failure (KIP-455):
+	// a controller that moves a partition onto new brokers and takes the
+	// old ones out at once, counting the new replicas as in sync before
+	// they have fetched anything, lets a new replica with an empty or short
+	// log lead or count toward the high watermark; the high watermark
+	// goes back and acknowledged writes are lost. The rule: add the target
+	// replicas first, let them join the ISR by the ordinary (epoch-safe)
+	// ISR expansion, and only when every added replica is in the ISR take
+	// the removed ones out, with ISR := ISR ∩ target.
+	ReassignmentCompletesInISR Rule = "reassignment-completes-in-isr"
 )
 
 // All lists every rule, in a stable order.
 func All() []Rule {
-	return []Rule{EpochTruncation, FencedFetch, EpochSafeISRJoin, MonotonicHighWatermark, OrderedMetadata, CommittedMeansDurable, CleanBelowHighWatermark}
+	return []Rule{EpochTruncation, FencedFetch, EpochSafeISRJoin, MonotonicHighWatermark, OrderedMetadata, CommittedMeansDurable, CleanBelowHighWatermark,
+		ReassignmentCompletesInISR}
 }
 
 // Parse returns the rule with the given name.
