@@ -40,6 +40,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/rules"
 )
 
 // Config configures one controller node. Validate rejects bad values.
@@ -81,6 +82,10 @@ type Config struct {
 	// (leader.imbalance.per.broker.percentage), 0 to 100.
 	LeaderRebalanceTicks      int64
 	LeaderImbalancePercentage int
+	// Rules is the zero value (every rule on) outside the simulator, which
+	// switches rule reassignment-completes-in-isr off to show the failure
+	// it prevents (controller.Reassign).
+	Rules rules.Rules
 	// Logger receives raft's log; nil discards it.
 	Logger raft.Logger
 	// Random is where the controller draws topic ids (KIP-516): the
