@@ -57,7 +57,7 @@ func (w *world) startController(b *brokerProcess) {
 			ElectionTicks: raftElectionTicks, HeartbeatTicks: raftHeartbeatTicks, SessionTimeoutTicks: sessionTimeoutTicks,
 			SnapshotEntries: 200, MaxHistoryEntries: 400, MaxWaitingAnswers: 1000, MaxEntryBytes: 1 << 20, Random: w.topicIDRandom,
 			MaxMetadataWaitTicks: metadataFetchMaxWaitTicks,
-			LeaderRebalanceTicks: leaderRebalanceTicks, LeaderImbalancePercentage: leaderImbalancePercentage})
+			LeaderRebalanceTicks: leaderRebalanceTicks, LeaderImbalancePercentage: leaderImbalancePercentage, Rules: w.rules})
 	})
 	if err != nil {
 		panic(fmt.Sprintf("c%d: %v", c.id, err))

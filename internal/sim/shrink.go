@@ -31,12 +31,14 @@ const (
 	FaultControllerPartition = FaultKind("controller-partition")
 	// FaultFailoverChain is KAFKA-7128's composed fault (failoverChain).
 	FaultFailoverChain = FaultKind("failover-chain")
+	// FaultReassign moves partitions between brokers (reassign.go).
+	FaultReassign = FaultKind("reassign")
 )
 
 // FaultKinds returns every kind, in Shrink's order.
 func FaultKinds() []FaultKind {
 	return []FaultKind{FaultMessageLoss, FaultDelay, FaultSlowDisk, FaultPartition, FaultPause, FaultZombie,
-		FaultPreferred, FaultShutdown, FaultFailoverChain, FaultControllerPartition, FaultControllerPause, FaultControllerCrash, FaultPowerLoss, FaultCrash}
+		FaultPreferred, FaultShutdown, FaultReassign, FaultFailoverChain, FaultControllerPartition, FaultControllerPause, FaultControllerCrash, FaultPowerLoss, FaultCrash}
 }
 
 // ParseFaultKinds parses fault kind names, for the command line.
@@ -94,6 +96,8 @@ func (s shape) without(kinds []FaultKind) shape {
 			s.controllerPartitionRate = 0
 		case FaultFailoverChain:
 			s.failoverChainRate = 0
+		case FaultReassign:
+			s.reassignRate = 0
 		}
 	}
 	return s
