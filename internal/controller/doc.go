@@ -1,8 +1,10 @@
 // Package controller decides what the metadata log should say: topic
 // creation and deletion, broker registration, heartbeats, fencing and
 // controlled shutdown, leader elections (clean, from the ISR or the ELR,
-// and preferred), the ISR compare-and-set of AlterPartition, and blocks of
-// producer ids (KIP-730).
+// and preferred), the ISR compare-and-set of AlterPartition, partition
+// reassignments (KIP-455, reassign.go, completed by the AlterPartition that
+// brings the last added replica into the ISR), and blocks of producer ids
+// (KIP-730).
 //
 // It is pure. Every decision is a function of a read-only *metadata.Image
 // and one event, and returns the records to append (plus the Kafka error
