@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tidelog/tide/internal/controller"
 	"github.com/tidelog/tide/internal/metadata"
 )
 
@@ -108,7 +109,9 @@ func (w *world) sendReassign(r *rand.Rand, tp metadata.TopicPartition, target []
 		if !ok || !decoded || len(answer.Topics) != 1 || len(answer.Topics[0].Partitions) != 1 {
 			return
 		}
-		if answer.Topics[0].Partitions[0].ErrorCode == 0 && target != nil {
+		code := answer.Topics[0].Partitions[0].ErrorCode
+		w.trace("reassign %s to %v answered %s", tp, target, controller.CodeName(code))
+		if code == 0 && target != nil {
 			w.stats.reassignmentsStarted++
 			w.reassign.pending = append(w.reassign.pending, pendingMove{tp: tp, target: target})
 		}
