@@ -82,16 +82,16 @@ type Config struct {
 	// (leader.imbalance.per.broker.percentage), 0 to 100.
 	LeaderRebalanceTicks      int64
 	LeaderImbalancePercentage int
-	// Rules is the zero value (every rule on) outside the simulator, which
-	// switches rule reassignment-completes-in-isr off to show the failure
-	// it prevents (controller.Reassign).
-	Rules rules.Rules
 	// Logger receives raft's log; nil discards it.
 	Logger raft.Logger
 	// Random is where the controller draws topic ids (KIP-516): the
 	// operating system's source in tide serve, the world's seeded source in
 	// the simulator, so a run stays a function of its seed.
 	Random io.Reader
+	// Rules is the zero value (every rule on) except in the simulator and
+	// the scenarios; the controller's decisions read it (rule
+	// reassignment-completes-in-isr, controller.Reassign).
+	Rules rules.Rules
 }
 
 // Validate rejects configurations that cannot work.
