@@ -225,6 +225,8 @@ func (w *world) tick(workload, faults bool) {
 	w.now++
 	if faults {
 		w.injectFaults()
+	} else {
+		w.followMoves() // moves still under way finish while healing
 	}
 	if workload {
 		w.workload.tick()
