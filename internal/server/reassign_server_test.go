@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,7 +26,8 @@ import (
 // followers; ListPartitionReassignments shows the move until the new
 // replica has caught up and joined the ISR; then the old leader leaves,
 // the new replica leads (first in the target), every record acknowledged
-// before, during and after the move is read back at its offset, and the
+// before, during and after the move is read back at its offset, sarama's
+// ClusterAdmin lists no move left and has a size change refused, and the
 // old leader no longer has the partition's directory.
 func TestReassignPartitionUnderLoad(t *testing.T) {
 	if testing.Short() {
@@ -98,6 +100,8 @@ func TestReassignPartitionUnderLoad(t *testing.T) {
 	acked := load.stop(t)
 	readBack(ctx, t, c.kafka[metadata.BrokerID(target[1])], "moved", acked)
 
+	checkSaramaReassignments(t, c.kafka[metadata.BrokerID(target[2])], "moved", len(target))
+
 	directory := filepath.Join(c.dirs[metadata.BrokerID(before.Leader)], "moved-0")
 	for began := time.Now(); ; time.Sleep(100 * time.Millisecond) {
 		if _, err := os.Stat(directory); errors.Is(err, os.ErrNotExist) {
@@ -106,6 +110,34 @@ func TestReassignPartitionUnderLoad(t *testing.T) {
 		if time.Since(began) > 10*time.Second {
 			t.Fatalf("broker %d, moved away from, still has %s", before.Leader, directory)
 		}
+	}
+}
+
+// checkSaramaReassignments: sarama's ClusterAdmin lists no move in
+// progress, and a target of another replication factor is refused with
+// Kafka's code.
+func checkSaramaReassignments(t *testing.T, broker, topic string, replicationFactor int) {
+	t.Helper()
+	client, err := sarama.NewClient([]string{broker}, saramaConfig(sarama.V3_6_0_0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := admin.ListPartitionReassignments(topic, []int32{0})
+	if err != nil || len(listed[topic]) != 0 {
+		t.Fatalf("sarama ListPartitionReassignments after the move: %v, %v", listed, err)
+	}
+	wrongSize := make([]int32, replicationFactor-1)
+	for i := range wrongSize {
+		wrongSize[i] = int32(i + 1)
+	}
+	err = admin.AlterPartitionReassignments(topic, [][]int32{wrongSize})
+	if !errors.Is(err, sarama.ErrInvalidReplicaAssignment) {
+		t.Fatalf("sarama AlterPartitionReassignments to %v: %v, want INVALID_REPLICA_ASSIGNMENT", wrongSize, err)
 	}
 }
 
