@@ -169,6 +169,8 @@ type simSummary struct {
 	last        sim.Result
 	// offlineByDesign counts the partitions the liveness check excused.
 	offlineByDesign int
+	// reassignments sums Stats.Reassignments: requested, started, finished.
+	reassignments [3]int
 }
 
 // runSeeds runs seeds on every core; each run is a pure function of its
@@ -218,6 +220,10 @@ func runSeeds(options simOptions, template sim.Options, out, progress io.Writer)
 			summary.apiRequests[kmsg.NameForKey(key)] += count
 		}
 		summary.offlineByDesign += result.Stats.OfflineByDesign()
+		requested, started, finished := result.Stats.Reassignments()
+		summary.reassignments[0] += requested
+		summary.reassignments[1] += started
+		summary.reassignments[2] += finished
 		summary.last = result
 		if options.json {
 			line, _ := json.Marshal(seedJSON(result))
@@ -281,6 +287,8 @@ func printSummary(out io.Writer, summary simSummary) {
 		fmt.Fprintf(out, "not exercised: %s\n", strings.Join(missing, " "))
 	}
 	fmt.Fprintf(out, "offline by design: %d partitions (every replica that held their committed records lost them)\n", summary.offlineByDesign)
+	fmt.Fprintf(out, "reassignments: %d requested, %d started, %d finished\n",
+		summary.reassignments[0], summary.reassignments[1], summary.reassignments[2])
 	if summary.failure == nil {
 		fmt.Fprintln(out, "violations: none")
 		return

@@ -38,6 +38,7 @@ A Kafka error code is printed by its name (TOPIC_ALREADY_EXISTS) and exits 1.`,
 	command.AddCommand(newTopicCreateCommand(&options), newTopicListCommand(&options), newTopicDescribeCommand(&options),
 		newTopicDeleteCommand(&options), newTopicElectCommand(&options), newTopicAddPartitionsCommand(&options),
 		newTopicDeleteRecordsCommand(&options), newTopicAlterConfigCommand(&options))
+	command.AddCommand(newTopicReassignCommand(&options), newTopicReassignmentsCommand(&options))
 	return command
 }
 

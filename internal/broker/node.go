@@ -366,7 +366,11 @@ func (n *Node) ApplyPartitionState(state metadata.PartitionState) error {
 
 func (n *Node) applyPartitionState(tp metadata.TopicPartition) error {
 	state, ok := n.image.Partition(tp)
-	if !ok || !state.IsReplica(n.config.ID) {
+	if !ok {
+		return nil
+	}
+	if !state.IsReplica(n.config.ID) {
+		n.dropReplica(state)
 		return nil
 	}
 	if _, hosted := n.partitions[tp]; hosted && !n.config.Rules.On(rules.OrderedMetadata) {

@@ -369,7 +369,11 @@ func (n *Node) sweepStrayDirectories() {
 		topic, exists := n.image.Topic(tp.Topic)
 		if exists && int(tp.Partition) < len(topic.Partitions) {
 			dirID, found, err := n.readDirectoryTopicID(n.partitionDirectory(tp))
-			if err != nil || !found || dirID == topic.ID {
+			// A directory of the topic's partition is kept while this
+			// broker is a replica of it; a reassignment that moved the
+			// partition away while it was down left it stray.
+			mine := topic.Partitions[tp.Partition].IsReplica(n.config.ID)
+			if err != nil || (mine && (!found || dirID == topic.ID)) {
 				continue
 			}
 		}

@@ -179,6 +179,12 @@ func (d *decision) alterPartition(item AlterPartitionItem) (metadata.PartitionSt
 	if err := d.append(change); err != nil {
 		return metadata.PartitionState{}, err
 	}
+	// The ISR grew: a reassignment waiting for its added replicas may
+	// complete now (reassign.go). The leader gets the state after it,
+	// under a new leader if the move took it out.
+	if err := d.maybeCompleteReassignment(item.TopicPartition, config); err != nil {
+		return metadata.PartitionState{}, err
+	}
 	next, _ := d.image.Partition(item.TopicPartition)
 	return next, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
+	"github.com/tidelog/tide/internal/rules"
 )
 
 // TestDatadriven runs the scenario scripts in testdata/. Each decision
@@ -27,6 +28,9 @@ import (
 //	create-partitions name=T count=N [assign=(I:I:..., ...)]  (one colon-separated replica list per new partition)
 //	alter id=I [epoch=E] topic=T partition=P isr=(I, ...) [leader-epoch=L] [partition-epoch=E] [stale-epochs=(I, ...)] [recovered]
 //	elect-preferred partitions=(T-P, ...)
+//	reassign topic=T partition=P (replicas=(I, ...) | cancel) [legacy]  (legacy: rule reassignment-completes-in-isr off)
+//	list-reassignments [topic=T partitions=(P, ...)]
+//	rebalance
 //	describe
 //
 // alter defaults to the partition's current epochs and the members' current
@@ -99,6 +103,8 @@ func runCommand(t *testing.T, c *cluster, d *datadriven.TestData) ([]metadata.Re
 		return runTopicCommand(t, c, d)
 	case "alter":
 		return runAlter(t, c, d, id, epoch)
+	case "reassign", "list-reassignments", "rebalance":
+		return runReassign(t, c, d)
 	case "elect-preferred":
 		var partitions []metadata.TopicPartition
 		for _, name := range argValues(d, "partitions") {
@@ -200,4 +206,55 @@ func parseTicks(t *testing.T, d *datadriven.TestData) map[metadata.BrokerID]int6
 		ticks[metadata.BrokerID(id)] = tick
 	}
 	return ticks
+}
+
+func runReassign(t *testing.T, c *cluster, d *datadriven.TestData) ([]metadata.Record, string, error) {
+	switch d.Cmd {
+	case "rebalance":
+		records, more, err := Rebalance(c.image, DefaultLeaderImbalancePercentage)
+		return records, fmt.Sprintf("more=%t", more), err
+	case "list-reassignments":
+		var named map[string][]int32
+		if d.HasArg("topic") {
+			var topic string
+			d.ScanArgs(t, "topic", &topic)
+			named = map[string][]int32{topic: nil}
+			for _, text := range argValues(d, "partitions") {
+				index, _ := strconv.Atoi(text)
+				named[topic] = append(named[topic], int32(index))
+			}
+		}
+		var lines []string
+		for _, partition := range ListReassignments(c.image, named) {
+			lines = append(lines, partition.String())
+		}
+		if len(lines) == 0 {
+			return nil, "listed: none", nil
+		}
+		return nil, "listed:\n" + strings.Join(lines, "\n"), nil
+	}
+	request := ReassignRequest{}
+	d.ScanArgs(t, "topic", &request.Topic)
+	d.ScanArgs(t, "partition", &request.Partition)
+	if !d.HasArg("cancel") {
+		request.Replicas = []metadata.BrokerID{}
+	}
+	for _, text := range argValues(d, "replicas") {
+		id, _ := strconv.Atoi(text)
+		request.Replicas = append(request.Replicas, metadata.BrokerID(id))
+	}
+	var in rules.Rules
+	if d.HasArg("legacy") {
+		in = in.Without(rules.ReassignmentCompletesInISR)
+	}
+	records, code, err := Reassign(c.image, request, in)
+	if code != 0 || err != nil {
+		return records, CodeName(code), err
+	}
+	after := c.image.Clone()
+	for _, r := range records {
+		after.Apply(metadata.Entry{Offset: after.Offset() + 1, Record: r})
+	}
+	state, _ := after.Partition(request.TopicPartition)
+	return records, "NONE " + state.String(), nil
 }

@@ -3,8 +3,10 @@
 // controlled shutdown, leader elections (clean, from the ISR or the ELR,
 // and preferred), the ISR compare-and-set of AlterPartition, config
 // changes (AlterConfigs, with the partition changes a change of
-// min.insync.replicas or unclean.leader.election.enable brings), and
-// blocks of producer ids (KIP-730).
+// min.insync.replicas or unclean.leader.election.enable brings), partition
+// reassignments (KIP-455, reassign.go, completed by the AlterPartition that
+// brings the last added replica into the ISR), and blocks of producer ids
+// (KIP-730).
 //
 // It is pure. Every decision is a function of a read-only *metadata.Image
 // and one event, and returns the records to append (plus the Kafka error

@@ -23,6 +23,13 @@ import (
 //   - INVALID_CONFIG (40): CreateTopic with min.insync.replicas below one or
 //     above the replication factor, or with configs logconfig refuses;
 //     AlterConfigs with such configs (see AlterConfigs).
+//   - INVALID_REPLICA_ASSIGNMENT (39): explicit assignments of CreateTopic
+//     or CreatePartitions, or a Reassign target, that are not the topic's
+//     replication factor of distinct brokers (available ones, for new
+//     partitions; registered ones, for a reassignment); a cancelled
+//     reassignment whose ISR would be left empty.
+//   - REASSIGNMENT_IN_PROGRESS (60): ElectPreferred of a partition being
+//     reassigned.
 //   - NOT_CONTROLLER (41): an AlterPartition carries a leader or partition
 //     epoch newer than this controller's image, so this controller is behind
 //     (it is probably no longer the active one); the leader should find the
@@ -45,6 +52,8 @@ import (
 //     already leads.
 //   - INVALID_UPDATE_VERSION (95): an AlterPartition built on an older
 //     partition epoch. This is the compare-and-set of KIP-497 failing.
+//   - NO_REASSIGNMENT_IN_PROGRESS (85): a Reassign that cancels a
+//     partition with no reassignment in progress.
 //   - DUPLICATE_BROKER_REGISTRATION (101): RegisterBroker with a new
 //     incarnation while the old one is still unfenced (its session is live).
 //   - BROKER_ID_NOT_REGISTERED (102): UnregisterBroker for an unknown id.
@@ -54,9 +63,10 @@ import (
 //
 // Not used yet: ELIGIBLE_LEADERS_NOT_AVAILABLE (83), the answer to an
 // UNCLEAN ElectLeaders that finds no live replica (only PREFERRED elections
-// are offered), and NEW_LEADER_ELECTED (108), the answer to an
-// AlterPartition that completed a reassignment which moved leadership
-// (there are no reassignments).
+// are offered), and NEW_LEADER_ELECTED (108), Kafka's answer to an
+// AlterPartition that completed a reassignment which moved leadership:
+// tide answers NONE with the partition's state after the move, which the
+// leader applies like metadata and so steps down at once.
 
 // CodeName returns Kafka's name for a code, for logs and test output.
 func CodeName(code int16) string {

@@ -31,7 +31,8 @@ type ElectionResult struct {
 // PartitionChange (leader epoch + 1, partition epoch + 1, ISR and ELR
 // unchanged); ELECTION_NOT_NEEDED if it already leads;
 // PREFERRED_LEADER_NOT_AVAILABLE if it is not an eligible ISR member;
-// UNKNOWN_TOPIC_OR_PARTITION. More than MaxPartitionsPerRequest partitions
+// UNKNOWN_TOPIC_OR_PARTITION; REASSIGNMENT_IN_PROGRESS for a partition
+// being reassigned (reassign.go), which tide skips. More than MaxPartitionsPerRequest partitions
 // is INVALID_REQUEST for the whole request.
 func ElectPreferred(img *metadata.Image, partitions []metadata.TopicPartition) ([]metadata.Record, ElectLeadersResponse, error) {
 	if len(partitions) > MaxPartitionsPerRequest {
@@ -53,6 +54,12 @@ func (d *decision) electPreferred(tp metadata.TopicPartition) (int16, error) {
 	partition, ok := d.image.Partition(tp)
 	if !ok {
 		return kerr.UnknownTopicOrPartition.Code, nil
+	}
+	if partition.Reassigning() {
+		// Leadership moves when the reassignment completes (or is
+		// cancelled); an election now would be churn for clients, and
+		// the preferred replica may be one still being added.
+		return kerr.ReassignmentInProgress.Code, nil
 	}
 	preferred := partition.Replicas[0]
 	if partition.Leader == preferred {

@@ -9,11 +9,13 @@ import (
 	"testing"
 
 	"github.com/tidelog/tide/internal/metadata"
+	"github.com/tidelog/tide/internal/rules"
 )
 
 // TestRandomDecisions runs random sequences of events (registrations,
 // heartbeats, session expiries, controlled shutdowns, topic creation and
-// deletion, ISR proposals, preferred elections, unregistrations) through
+// deletion, ISR proposals, preferred elections, reassignments and their
+// cancellations, unregistrations) through
 // the decisions, applies every record to an image, and checks after every
 // record the safety rules the controller exists for:
 //
@@ -26,11 +28,14 @@ import (
 //   - a broker enters an ISR only through AlterPartition (after the
 //     eligibility checks) or by being elected from the ELR or uncleanly;
 //   - a broker enters the ELR only from the ISR or ELR (KIP-966);
+//   - rule reassignment-completes-in-isr: a change of assignment never
+//     adds to the ISR, and a reassignment completes only once every
+//     replica it adds is in the ISR (checkReassignmentChange);
 //
 // and after every decision that a leaderless partition has no candidate the
 // controller could have elected. The same seed gives the same trace.
 func TestRandomDecisions(t *testing.T) {
-	seeds := uint64(150)
+	seeds := uint64(200)
 	if testing.Short() {
 		seeds = 30
 	}
@@ -45,7 +50,8 @@ func TestRandomDecisions(t *testing.T) {
 	// The runs must reach every kind of decision, or they prove little.
 	for _, kind := range []string{"register-broker", "unfence-broker", "fence-broker", "begin-controlled-shutdown",
 		"unregister-broker", "create-topic", "delete-topic", "election from the ISR", "election from the ELR",
-		"unclean election", "no leader", "ISR expansion", "ISR shrink", "ELR growth", "recovered"} {
+		"unclean election", "no leader", "ISR expansion", "ISR shrink", "ELR growth", "recovered",
+		"reassignment", "reassignment started", "reassignment completed", "reassignment cancelled", "assignment reordered"} {
 		if seen[kind] == 0 {
 			t.Errorf("no %s in the random runs: %v", kind, seen)
 		}
@@ -63,6 +69,12 @@ type simulation struct {
 	incarnations  int
 	trace         []string
 	seen          map[string]int // what the run exercised
+	// rules are the decisions' rules: all on, but for the test that shows
+	// the checks catch a reassignment completed at once.
+	rules rules.Rules
+	// problem, when set, records the first broken rule instead of
+	// failing the test (for that test).
+	problem *string
 }
 
 // sessionTimeoutTicks is about two heartbeat intervals of one broker in
@@ -70,10 +82,19 @@ type simulation struct {
 const sessionTimeoutTicks = 20
 
 func runRandomDecisions(t *testing.T, seed uint64, steps int, seen map[string]int) uint64 {
-	s := &simulation{
+	return newRandomSimulation(t, seed, seen).run(steps)
+}
+
+func newRandomSimulation(t *testing.T, seed uint64, seen map[string]int) *simulation {
+	return &simulation{
 		t: t, seed: seed, random: rand.New(rand.NewPCG(seed, 1)),
 		image: metadata.NewImage(), lastHeartbeat: map[metadata.BrokerID]int64{}, seen: seen,
 	}
+}
+
+// run takes steps random events and returns a hash of the trace.
+func (s *simulation) run(steps int) uint64 {
+	t, seed := s.t, s.seed
 	for step := 0; step < steps; step++ {
 		s.nowTick++
 		event, records, err := s.randomEvent()
@@ -125,6 +146,8 @@ func (s *simulation) randomEvent() (string, []metadata.Record, error) {
 		return fmt.Sprintf("unregister %d %s", id, CodeName(code)), records, err
 	case draw < 70:
 		return s.electPreferred()
+	case draw < 75:
+		return s.reassign()
 	}
 	return s.alterPartition()
 }
@@ -234,9 +257,18 @@ func (s *simulation) applyAndCheck(event string, r metadata.Record) {
 	}
 	old, _ := before.Partition(change.TopicPartition)
 	config, _ := s.image.TopicConfig(change.Topic)
-	if problem := checkChange(old, change, config, strings.HasPrefix(event, "alter-partition")); problem != "" {
+	problem := checkChange(old, change, config, strings.HasPrefix(event, "alter-partition"))
+	if problem == "" {
+		problem = checkReassignmentChange(old, change)
+	}
+	if problem != "" && s.problem != nil {
+		if *s.problem == "" {
+			*s.problem = fmt.Sprintf("%s: %v -> %v: %s", event, old, r, problem)
+		}
+	} else if problem != "" {
 		s.t.Fatalf("seed %d: %s: %v -> %v: %s", s.seed, event, old, r, problem)
 	}
+	s.seen[classifyReassignment(old, change)]++
 	s.seen[classifyChange(old, change)]++
 	if len(change.ELR) > len(old.ELR) {
 		s.seen["ELR growth"]++
@@ -293,8 +325,8 @@ func checkChange(old metadata.PartitionState, change metadata.PartitionChange, c
 		return "leader changed, leader epoch did not go up by exactly 1"
 	case !leaderChanged && change.LeaderEpoch != old.LeaderEpoch:
 		return "leader epoch moved without a leader change"
-	case fromAlter && leaderChanged:
-		return "AlterPartition changed the leader"
+	case fromAlter && leaderChanged && (change.Replicas == nil || !old.Reassigning()):
+		return "AlterPartition changed the leader other than by completing a reassignment"
 	}
 	unclean := change.LeaderRecoveryState == metadata.Recovering
 	if leaderChanged && change.Leader != metadata.NoBroker {

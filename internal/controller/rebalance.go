@@ -34,6 +34,9 @@ const MaxRebalanceElections = 1000
 // clients refresh metadata and retry); only an ISR member is ever elected,
 // so no committed record is lost (see ElectPreferred).
 //
+// Partitions being reassigned are left out of both counts and elected by
+// nobody: their leadership moves when the reassignment completes.
+//
 // Partitions are visited in topic and partition order and at most
 // MaxRebalanceElections are elected; more reports whether eligible
 // imbalanced partitions were left for another call.
@@ -44,7 +47,7 @@ func Rebalance(img *metadata.Image, percentage int) (records []metadata.Record, 
 	preferred := map[metadata.BrokerID]int{}  // partitions each broker is preferred for
 	imbalanced := map[metadata.BrokerID]int{} // of those, led by another broker
 	for _, partition := range img.Partitions() {
-		if len(partition.Replicas) == 0 {
+		if len(partition.Replicas) == 0 || partition.Reassigning() {
 			continue
 		}
 		first := partition.Replicas[0]
@@ -60,7 +63,7 @@ func Rebalance(img *metadata.Image, percentage int) (records []metadata.Record, 
 	d := newDecision(img)
 	elected := 0
 	for _, partition := range img.Partitions() {
-		if len(partition.Replicas) == 0 || partition.Leader == partition.Replicas[0] || !over(partition.Replicas[0]) {
+		if len(partition.Replicas) == 0 || partition.Reassigning() || partition.Leader == partition.Replicas[0] || !over(partition.Replicas[0]) {
 			continue
 		}
 		if !partition.InISR(partition.Replicas[0]) || !img.Active(partition.Replicas[0]) {

@@ -15,7 +15,7 @@ import (
 )
 
 // Controller requests from Kafka clients (CreateTopics, CreatePartitions,
-// DeleteTopics, ElectLeaders) are forwarded to the active controller, as a KRaft broker
+// DeleteTopics, ElectLeaders, AlterPartitionReassignments) are forwarded to the active controller, as a KRaft broker
 // forwards them (KIP-590): locally when this node is it, else over the link
 // to it. Their request ids have the top bit set, apart from the
 // lifecycle's, so the answers find their way back here.

@@ -95,6 +95,8 @@ func (img *Image) apply(r Record) (bool, error) {
 		return true, nil
 	case ConfigRecord:
 		return img.applyConfig(r)
+	case Reassignment:
+		return img.applyReassignment(r)
 	}
 	return false, fmt.Errorf("%w: unknown record type %T", ErrInvariant, r)
 }
@@ -223,6 +225,11 @@ func (img *Image) applyPartitionChange(r PartitionChange) (bool, error) {
 	}
 	if r.Replicas != nil {
 		next.Replicas = slices.Clone(r.Replicas)
+	} else {
+		// The assignment is unchanged, and so is the reassignment in
+		// progress, if any; a new assignment ends it, and the
+		// Reassignment record that follows states the next one.
+		next.Adding, next.Removing = slices.Clone(current.Adding), slices.Clone(current.Removing)
 	}
 	if next.Leader != current.Leader && next.LeaderEpoch == current.LeaderEpoch {
 		return false, fmt.Errorf("%w: %s: leader %d -> %d without a new leader epoch (two leaders in epoch %d)",
@@ -279,7 +286,7 @@ func validatePartitionShape(p PartitionState, config TopicConfig) error {
 	case p.LeaderEpoch < 0 || p.PartitionEpoch < 0:
 		return errors.New("negative epoch")
 	}
-	return nil
+	return validateReassignmentShape(p)
 }
 
 func hasDuplicateOrNegative(ids []BrokerID) bool {

@@ -51,7 +51,8 @@ const (
 	// left to the topic config records.
 	tagCreateTopicID byte = 16
 	tagAssignTopicID byte = 17
-	// tagCreatePartitions (18) is in partitions.go.
+	// tagCreatePartitions (18) is in partitions.go, tagReassignment (19)
+	// in reassignment.go.
 )
 
 // imageEndpointsVersion is the image encoding with each broker's endpoint,
@@ -174,6 +175,8 @@ func AppendRecord(e *codec.Encoder, r Record) {
 		e.Varint(r.NextProducerID)
 	case ConfigRecord:
 		appendConfigRecord(e, r)
+	case Reassignment:
+		appendReassignment(e, r)
 	default:
 		// The record set is sealed: a type missing here is a programmer
 		// error caught by the codec's round-trip test.
@@ -251,6 +254,8 @@ func ReadRecord(d *codec.Decoder) Record {
 		return ProducerIDs{BrokerID: id, BrokerEpoch: epoch, NextProducerID: d.Varint()}
 	case tagConfigRecord:
 		return readConfigRecord(d)
+	case tagReassignment:
+		return readReassignment(d)
 	default:
 		d.Fail(fmt.Errorf("record type %d", tag))
 		return nil
@@ -307,6 +312,10 @@ func EncodeImage(dst []byte, img *Image) []byte {
 	if len(trailing) > 0 {
 		version = imageTrailingVersion
 	}
+	if reassignments := img.reassignmentRecords(); len(reassignments) > 0 {
+		trailing = append(trailing, reassignments...)
+		version = imageReassignmentsVersion
+	}
 	e.Byte(version)
 	e.Varint(img.nextOffset)
 	e.Varint(img.nextProducerID)
@@ -330,7 +339,7 @@ func EncodeImage(dst []byte, img *Image) []byte {
 		topic := img.topics[name]
 		AppendRecord(e, CreateTopic{Name: name, ID: topic.id, Config: topic.config, Partitions: topic.partitions})
 	}
-	if version == imageTrailingVersion {
+	if version >= imageTrailingVersion {
 		e.Uvarint(uint64(len(trailing)))
 		for _, r := range trailing {
 			AppendRecord(e, r)
@@ -344,7 +353,7 @@ func EncodeImage(dst []byte, img *Image) []byte {
 func DecodeImage(b []byte) (*Image, error) {
 	d := codec.NewDecoder(b)
 	version := d.Byte()
-	if version != codecVersion && version != imageEndpointsVersion && version != imageTrailingVersion {
+	if version < codecVersion || version > imageReassignmentsVersion {
 		return nil, d.Fail(fmt.Errorf("version %d", version))
 	}
 	img := &Image{nextOffset: d.Varint(), nextProducerID: d.Varint(), brokers: map[BrokerID]brokerRegistration{}, topics: map[string]*topicImage{}}
@@ -373,8 +382,8 @@ func DecodeImage(b []byte) (*Image, error) {
 		}
 		img.topics[topic.Name] = &topicImage{id: topic.ID, config: topic.Config, partitions: topic.Partitions}
 	}
-	if version == imageTrailingVersion {
-		readTrailing(d, img, len(b))
+	if version >= imageTrailingVersion {
+		readTrailing(d, img, len(b), version)
 	}
 	if err := d.Finish(); err != nil {
 		return nil, err
@@ -425,23 +434,40 @@ func (img *Image) Equal(other *Image) bool {
 
 // readTrailing reads an image's trailing section and applies its records
 // after the topics. Only records that rebuild state CreateTopic does not
-// carry belong there; any other is a corrupt snapshot.
-func readTrailing(d *codec.Decoder, img *Image, size int) {
+// carry belong there (config records, and from imageReassignmentsVersion
+// on the reassignments in progress); any other is a corrupt snapshot.
+func readTrailing(d *codec.Decoder, img *Image, size int, version byte) {
 	count := d.Length(1, size)
 	for i := 0; i < count && d.Err() == nil; i++ {
 		r := ReadRecord(d)
-		config, ok := r.(ConfigRecord)
 		if d.Err() != nil {
 			return
 		}
-		if !ok || config.Delete {
-			d.Fail(fmt.Errorf("trailing record %v", r))
-			return
+		var err error
+		switch r := r.(type) {
+		case ConfigRecord:
+			if r.Delete {
+				err = fmt.Errorf("trailing record %v", r)
+				break
+			}
+			// Set without the checks of applyConfig: the order of the
+			// section (defaults, then topics) may pass through states that
+			// break an invariant the whole image keeps; validate checks that.
+			_, err = img.applyConfigUnchecked(r)
+		case Reassignment:
+			if version < imageReassignmentsVersion {
+				err = fmt.Errorf("trailing record %v", r)
+				break
+			}
+			var applied bool
+			applied, err = img.applyReassignment(r)
+			if err == nil && !applied {
+				err = fmt.Errorf("stale trailing record %v", r)
+			}
+		default:
+			err = fmt.Errorf("trailing record %v", r)
 		}
-		// Set without the checks of applyConfig: the order of the
-		// section (defaults, then topics) may pass through states that
-		// break an invariant the whole image keeps; validate checks that.
-		if _, err := img.applyConfigUnchecked(config); err != nil {
+		if err != nil {
 			d.Fail(err)
 			return
 		}

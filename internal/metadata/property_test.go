@@ -40,7 +40,7 @@ func TestApplyRandomRecords(t *testing.T) {
 		}
 	}
 	for _, kind := range []string{"register-broker", "unfence-broker", "fence-broker", "begin-controlled-shutdown",
-		"unregister-broker", "create-topic", "delete-topic", "partition-change", "assign-topic-id", "create-partitions"} {
+		"unregister-broker", "create-topic", "delete-topic", "partition-change", "assign-topic-id", "create-partitions", "reassignment"} {
 		for _, outcome := range []string{"applied", "rejected"} {
 			if outcomes[kind+" "+outcome] == 0 {
 				t.Errorf("no %s %s in the random runs: %v", kind, outcome, outcomes)
@@ -48,7 +48,7 @@ func TestApplyRandomRecords(t *testing.T) {
 		}
 	}
 	t.Logf("outcomes: %v", outcomes)
-	if outcomes["partition-change stale"] == 0 || outcomes["fence-broker stale"] == 0 {
+	if outcomes["partition-change stale"] == 0 || outcomes["fence-broker stale"] == 0 || outcomes["reassignment stale"] == 0 {
 		t.Errorf("no stale records in the random runs: %v", outcomes)
 	}
 }
@@ -113,7 +113,9 @@ func checkImage(img, previous *Image) string {
 	for _, name := range img.Topics() {
 		topic, _ := img.Topic(name)
 		for i, p := range topic.Partitions {
-			if p.Topic != name || int(p.Partition) != i || len(p.Replicas) != topic.Config.ReplicationFactor {
+			// A reassignment in the random logs adds at most one replica.
+			size := len(p.Replicas)
+			if p.Topic != name || int(p.Partition) != i || size < topic.Config.ReplicationFactor || size > topic.Config.ReplicationFactor+1 {
 				return fmt.Sprintf("topic %s holds %s at %d with replicas %v", name, p.TopicPartition, i, p.Replicas)
 			}
 		}
@@ -135,6 +137,14 @@ func checkImage(img, previous *Image) string {
 			if broker, ok := img.Broker(member); !ok || broker.Fenced || broker.ShuttingDown {
 				return fmt.Sprintf("%s: ISR member %d is not active", p.TopicPartition, member)
 			}
+		}
+		for _, id := range append(slices.Clone(p.Adding), p.Removing...) {
+			if !slices.Contains(p.Replicas, id) || (slices.Contains(p.Adding, id) && slices.Contains(p.Removing, id)) {
+				return fmt.Sprintf("%s: adding %v or removing %v not disjoint sets of replicas", p.TopicPartition, p.Adding, p.Removing)
+			}
+		}
+		if len(p.Removing) >= len(p.Replicas) && len(p.Replicas) > 0 {
+			return fmt.Sprintf("%s: removing every replica", p.TopicPartition)
 		}
 		if len(p.ISR) >= config.MinInsyncReplicas && len(p.ELR) > 0 {
 			return fmt.Sprintf("%s: ELR beside a full ISR", p.TopicPartition)
@@ -206,6 +216,10 @@ func randomRecord(random *rand.Rand, img *Image) Record {
 		}
 		if random.IntN(2) == 0 {
 			return randomCreatePartitions(random, img)
+		}
+	case 7:
+		if random.IntN(2) == 0 {
+			return randomReassignment(random, img)
 		}
 	}
 	return randomPartitionChange(random, img)
@@ -311,7 +325,37 @@ func randomPartitionChange(random *rand.Rand, img *Image) Record {
 	if random.IntN(10) == 0 {
 		change.LeaderRecoveryState = Recovering
 	}
+	config, _ := img.TopicConfig(current.Topic)
+	switch random.IntN(8) {
+	case 0: // a reassignment begins: one broker more
+		for _, id := range randomSubset(random, []BrokerID{0, 1, 2, 3, 4}, 5) {
+			if !slices.Contains(current.Replicas, id) && len(current.Replicas) == config.ReplicationFactor {
+				change.Replicas = append(slices.Clone(current.Replicas), id)
+				break
+			}
+		}
+	case 1: // one completes, or the replicas are reordered
+		change.Replicas = randomSubset(random, current.Replicas, config.ReplicationFactor)
+	}
 	return change
+}
+
+// randomReassignment states a random partition's reassignment, usually for
+// its partition epoch, with random adding and removing replicas (sometimes
+// overlapping, or none), which Apply must check.
+func randomReassignment(random *rand.Rand, img *Image) Record {
+	partitions := img.Partitions()
+	if len(partitions) == 0 {
+		return Reassignment{TopicPartition: TopicPartition{Topic: "none"}}
+	}
+	current := partitions[random.IntN(len(partitions))]
+	r := Reassignment{TopicPartition: current.TopicPartition,
+		PartitionEpoch: current.PartitionEpoch - PartitionEpoch(random.IntN(6)/4) + PartitionEpoch(random.IntN(10)/9)}
+	if random.IntN(4) > 0 {
+		r.Adding = randomSubset(random, current.Replicas, 1)
+		r.Removing = randomSubset(random, current.Replicas, random.IntN(2))
+	}
+	return r
 }
 
 func randomSubset(random *rand.Rand, from []BrokerID, size int) []BrokerID {

@@ -68,6 +68,12 @@ type PartitionState struct {
 	LeaderEpoch         record.LeaderEpoch
 	PartitionEpoch      PartitionEpoch
 	LeaderRecoveryState LeaderRecoveryState
+	// Adding and Removing are the replicas a reassignment in progress
+	// adds and takes out (KIP-455), both nil when none is: disjoint
+	// subsets of Replicas, which holds the target and the replicas being
+	// removed. They come from Reassignment records (reassignment.go).
+	Adding   []BrokerID
+	Removing []BrokerID
 }
 
 // Clone returns a deep copy.
@@ -75,7 +81,24 @@ func (p PartitionState) Clone() PartitionState {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)
 	p.ELR = slices.Clone(p.ELR)
+	p.Adding = slices.Clone(p.Adding)
+	p.Removing = slices.Clone(p.Removing)
 	return p
+}
+
+// Reassigning reports whether a reassignment is in progress.
+func (p PartitionState) Reassigning() bool { return len(p.Adding) > 0 || len(p.Removing) > 0 }
+
+// Target is the assignment a reassignment in progress moves to: Replicas
+// without Removing, in order; Replicas when none is in progress.
+func (p PartitionState) Target() []BrokerID {
+	var target []BrokerID
+	for _, id := range p.Replicas {
+		if !slices.Contains(p.Removing, id) {
+			target = append(target, id)
+		}
+	}
+	return target
 }
 
 // InISR reports whether broker is in the ISR.
@@ -85,8 +108,12 @@ func (p PartitionState) InISR(broker BrokerID) bool { return slices.Contains(p.I
 func (p PartitionState) IsReplica(broker BrokerID) bool { return slices.Contains(p.Replicas, broker) }
 
 func (p PartitionState) String() string {
-	return fmt.Sprintf("%s leader=%d leader-epoch=%d partition-epoch=%d replicas=%v isr=%v elr=%v",
+	text := fmt.Sprintf("%s leader=%d leader-epoch=%d partition-epoch=%d replicas=%v isr=%v elr=%v",
 		p.TopicPartition, p.Leader, p.LeaderEpoch, p.PartitionEpoch, p.Replicas, p.ISR, p.ELR)
+	if p.Reassigning() {
+		text += fmt.Sprintf(" adding=%v removing=%v", p.Adding, p.Removing)
+	}
+	return text
 }
 
 // BrokerState is what the metadata log says about one broker.

@@ -141,6 +141,8 @@ func (q *Quorum) decide(request Request, answer *Answer) ([]metadata.Record, err
 			answer.AlterConfigs.Configs = configsAfter(img, request.AlterConfigs.Resource, records)
 		}
 		return records, err
+	case request.Reassign != nil:
+		return q.decideReassign(img, request.Reassign, answer)
 	case request.AllocateProducerIDs != nil:
 		records, block, code, err := controller.AllocateProducerIDs(img, request.From, request.AllocateProducerIDs.BrokerEpoch)
 		answer.ErrorCode, answer.ProducerIDs = code, &block

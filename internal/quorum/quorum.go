@@ -90,7 +90,8 @@ type Config struct {
 	Random io.Reader
 	// Rules is the zero value (every rule on) except in the simulator and
 	// the scenarios; the controller's decisions read it (rule
-	// min-isr-race, controller.AlterConfigs).
+	// min-isr-race, controller.AlterConfigs; reassignment-completes-in-isr,
+	// controller.Reassign).
 	Rules rules.Rules
 }
 

@@ -30,6 +30,9 @@ type Request struct {
 	// AlterConfigs changes one resource's configs (AlterConfigs and
 	// IncrementalAlterConfigs, controller.AlterConfigs).
 	AlterConfigs *controller.AlterConfigsRequest
+	// Reassign moves one partition to a new assignment, or cancels its
+	// move (KIP-455, controller.Reassign).
+	Reassign *controller.ReassignRequest
 	// FetchMetadata is a long poll for the committed metadata after the
 	// broker's applied offset (KRaft brokers fetch the metadata log).
 	FetchMetadata *FetchMetadataRequest
@@ -162,6 +165,8 @@ func (r Request) String() string {
 		return fmt.Sprintf("create-partitions %s count=%d", r.CreatePartitions.Topic, r.CreatePartitions.Count)
 	case r.AlterConfigs != nil:
 		return fmt.Sprintf("alter-configs %s (%d changes)", r.AlterConfigs.Resource, len(r.AlterConfigs.Changes))
+	case r.Reassign != nil:
+		return fmt.Sprintf("reassign %s to %v", r.Reassign.TopicPartition, r.Reassign.Replicas)
 	case r.AllocateProducerIDs != nil:
 		return fmt.Sprintf("allocate-producer-ids b%d epoch=%d", r.From, r.AllocateProducerIDs.BrokerEpoch)
 	case r.FetchMetadata != nil:

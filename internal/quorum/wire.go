@@ -106,6 +106,9 @@ func EncodeRequest(dst []byte, r Request) []byte {
 	case r.AlterConfigs != nil:
 		e.Byte(kindAlterConfigs)
 		encodeAlterConfigs(e, r.AlterConfigs)
+	case r.Reassign != nil:
+		e.Byte(kindReassign)
+		encodeReassign(e, r.Reassign)
 	default:
 		e.Byte(0)
 	}
@@ -175,6 +178,8 @@ func DecodeRequest(b []byte) (Request, error) {
 			MaxWaitTicks: d.Varint()}
 	case kindAlterConfigs:
 		r.AlterConfigs = decodeAlterConfigs(d)
+	case kindReassign:
+		r.Reassign = decodeReassign(d)
 	default:
 		d.Fail(fmt.Errorf("request kind %d", kind))
 	}

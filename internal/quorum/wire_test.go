@@ -29,6 +29,8 @@ func sampleRequests() []Request {
 		{ID: 5, From: 1, DeleteTopic: &DeleteTopicRequest{ID: metadata.TopicID{3, 15: 7}}},
 		{ID: 6, From: 1, ElectPreferred: &ElectPreferredRequest{Partitions: []metadata.TopicPartition{tp}}},
 		{ID: 7, From: 2, AllocateProducerIDs: &AllocateProducerIDsRequest{BrokerEpoch: 12}},
+		{ID: 9, From: 3, Reassign: &controller.ReassignRequest{TopicPartition: tp, Replicas: []metadata.BrokerID{4, 2, 3}}},
+		{ID: 10, From: 3, Reassign: &controller.ReassignRequest{TopicPartition: tp}},
 		{ID: 8, From: 2, FetchMetadata: &FetchMetadataRequest{Epoch: 12, AppliedOffset: 40, MaxEntries: 500, MaxWaitTicks: 50}},
 		{ID: 9, From: 2, AlterConfigs: &controller.AlterConfigsRequest{Resource: metadata.ConfigResource{Type: metadata.ConfigTopic, Name: "logs"},
 			Incremental: true, Changes: []controller.ConfigChange{{Key: "retention.ms", Value: "5"}, {Key: "cleanup.policy", Op: controller.ConfigDelete}}}},

@@ -106,6 +106,14 @@ func (r *Replica) leaderStateChanged() {
 			r.leader.followers[id] = newFollowerProgress()
 		}
 	}
+	for id := range r.leader.followers {
+		// A replica a reassignment took out: its fetches, until it hears
+		// of it, are a non-replica's (refused), and it is never proposed
+		// for the ISR again.
+		if !r.state.IsReplica(id) {
+			delete(r.leader.followers, id)
+		}
+	}
 	r.maybeAdvanceHighWatermark()
 	r.answerLeaderAcks()
 }

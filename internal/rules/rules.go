@@ -106,12 +106,22 @@ const (
 	// compare-and-set (KIP-497) and the leader proposes it again once it
 	// holds the new value.
 	MinISRRace Rule = "min-isr-race"
+	// ReassignmentCompletesInISR is the reassignment failure (KIP-455):
+	// a controller that moves a partition onto new brokers and takes the
+	// old ones out at once, counting the new replicas as in sync before
+	// they have fetched anything, lets a new replica with an empty or short
+	// log lead or count toward the high watermark; the high watermark
+	// goes back and acknowledged writes are lost. The rule: add the target
+	// replicas first, let them join the ISR by the ordinary (epoch-safe)
+	// ISR expansion, and only when every added replica is in the ISR take
+	// the removed ones out, with ISR := ISR ∩ target.
+	ReassignmentCompletesInISR Rule = "reassignment-completes-in-isr"
 )
 
 // All lists every rule, in a stable order.
 func All() []Rule {
 	return []Rule{EpochTruncation, FencedFetch, EpochSafeISRJoin, MonotonicHighWatermark, OrderedMetadata, CommittedMeansDurable, CleanBelowHighWatermark,
-		AnswerAfterCommit, LoadCommittedOnly, MinISRRace}
+		AnswerAfterCommit, LoadCommittedOnly, MinISRRace, ReassignmentCompletesInISR}
 }
 
 // Parse returns the rule with the given name.

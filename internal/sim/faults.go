@@ -51,6 +51,7 @@ func (w *world) injectFaults() {
 	case FaultFailoverChain:
 		w.failoverChain()
 	}
+	w.maybeReassign()
 	w.runScheduled()
 	w.healPartitions()
 }

@@ -93,7 +93,10 @@ type shape struct {
 	controllerPauseRate     float64
 	controllerPartitionRate float64
 	failoverChainRate       float64
-	maxDelayTicks           int64
+	// reassignRate is the chance per tick of a partition move
+	// (reassign.go), drawn from a stream of its own.
+	reassignRate  float64
+	maxDelayTicks int64
 	// syncRate is the chance per tick that a broker's slow disk completes
 	// the syncs asked of it; 1 is a fast disk.
 	syncRate float64

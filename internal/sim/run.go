@@ -60,6 +60,12 @@ type Stats struct {
 	// refusals of idempotent batches.
 	outOfOrderSequence   int
 	invalidProducerEpoch int
+	// reassignments are the partition moves asked for (reassign.go), of
+	// which the controller accepted reassignmentsStarted, and
+	// reassignmentsFinished were seen done.
+	reassignments         int
+	reassignmentsStarted  int
+	reassignmentsFinished int
 }
 
 // Idempotence returns what the idempotent producers and the producer state
@@ -84,6 +90,7 @@ func (s Stats) Faults() map[string]int {
 		"zombie": s.zombies, "controller-crash": s.controllerCrashes, "controller-pause": s.controllerPauses,
 		"controller-partition": s.controllerPartitions, "failover-chain": s.failoverChains,
 		"disk-replacement": s.diskReplacements, "connection-reset": s.connectionResets, "blackhole": s.blackholes,
+		"reassign": s.reassignments,
 	}
 }
 
@@ -133,6 +140,8 @@ func newWorld(options Options) *world {
 	// Compaction is drawn from a stream of its own, so that a seed whose
 	// topic is not compacted runs as it did before compaction existed.
 	shape.drawCompaction(rand.New(rand.NewPCG(options.Seed, compactionStream)))
+	// So is the reassignment fault (reassign.go).
+	shape.drawReassign(rand.New(rand.NewPCG(options.Seed, reassignStream)))
 	return newWorldOfShape(options, random, shape.without(options.Without))
 }
 
@@ -142,7 +151,8 @@ func newWorldOfShape(options Options, random *rand.Rand, shape shape) *world {
 	w := &world{options: options, random: random, shape: shape, traceLog: newTraceLog(options.TraceLines),
 		raftSource: newRaftSource(options.Seed), tracedOffset: -1,
 		kafka:   kafkaNet{conns: map[connID]*simConn{}, apiRequests: map[int16]int{}},
-		clients: map[address]*kafkaClient{}, wireRandom: newWireSource(options.Seed), topicIDRandom: newTopicIDSource(options.Seed), holders: newHolders()}
+		clients: map[address]*kafkaClient{}, wireRandom: newWireSource(options.Seed), topicIDRandom: newTopicIDSource(options.Seed), holders: newHolders(),
+		reassign: reassignState{random: rand.New(rand.NewPCG(options.Seed, reassignStream+1))}}
 	for _, rule := range options.Legacy {
 		w.rules = w.rules.Without(rule)
 	}
@@ -215,6 +225,8 @@ func (w *world) tick(workload, faults bool) {
 	w.now++
 	if faults {
 		w.injectFaults()
+	} else {
+		w.followMoves() // moves still under way finish while healing
 	}
 	if workload {
 		w.workload.tick()

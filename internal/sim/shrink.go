@@ -39,13 +39,15 @@ const (
 	FaultConnectionReset = FaultKind("connection-reset")
 	FaultBlackhole       = FaultKind("blackhole")
 	FaultDiskReplacement = FaultKind("disk-replacement")
+	// FaultReassign moves partitions between brokers (reassign.go).
+	FaultReassign = FaultKind("reassign")
 )
 
 // FaultKinds returns every kind, in Shrink's order.
 func FaultKinds() []FaultKind {
 	return []FaultKind{FaultMessageLoss, FaultConnectionReset, FaultDelay, FaultSlowDisk, FaultPartition, FaultBlackhole, FaultPause, FaultZombie,
-		FaultPreferred, FaultShutdown, FaultFailoverChain, FaultDiskReplacement, FaultControllerPartition, FaultControllerPause, FaultControllerCrash,
-		FaultPowerLoss, FaultCrash}
+		FaultPreferred, FaultShutdown, FaultReassign, FaultFailoverChain, FaultDiskReplacement, FaultControllerPartition, FaultControllerPause,
+		FaultControllerCrash, FaultPowerLoss, FaultCrash}
 }
 
 // ParseFaultKinds parses fault kind names, for the command line.
@@ -109,6 +111,8 @@ func (s shape) without(kinds []FaultKind) shape {
 			s.withoutBlackhole = true
 		case FaultDiskReplacement:
 			s.withoutDiskReplacement = true
+		case FaultReassign:
+			s.reassignRate = 0
 		}
 	}
 	return s

@@ -332,7 +332,9 @@ func TestOfflineByDesignIsExcused(t *testing.T) {
 		{54, []string{"scratch-1-0 offline by design: every replica that held its committed records lost them (b1 had its data disk replaced at 199)"}},
 		{21, []string{"scratch-8-0 offline by design: every replica that held its committed records lost them (b5 had its data disk replaced at 1315)"}},
 	} {
-		result := Run(Options{Seed: seed.seed})
+		// Pinned as they ran before the reassignment fault, whose first
+		// move gives a seed another schedule from then on.
+		result := Run(Options{Seed: seed.seed, Without: []FaultKind{FaultReassign}})
 		if result.Violation != nil {
 			t.Fatalf("seed %d: %s\n%s", seed.seed, result.Violation, strings.Join(result.Trace, "\n"))
 		}

@@ -33,6 +33,8 @@ type world struct {
 	// raft calls (raftrand.go).
 	raftSource *rand.ChaCha8
 	admin      adminState
+	// reassign is the reassignment fault's state (reassign.go).
+	reassign reassignState
 	// lastImage is the newest committed metadata seen (metadataImage);
 	// tracedOffset the last metadata offset traced.
 	lastImage *metadata.Image

@@ -90,6 +90,10 @@ type Backend interface {
 	// kind tide offers), answering as controller.ElectPreferred does.
 	// partitions is never empty.
 	ElectLeaders(partitions []metadata.TopicPartition, timeoutTicks int64, done func(controller.ElectLeadersResponse))
+	// Reassign moves each partition to its target replicas, or cancels
+	// its move (nil Replicas), in order, answering one code per entry as
+	// controller.Reassign does (AlterPartitionReassignments, KIP-455).
+	Reassign(moves []controller.ReassignRequest, timeoutTicks int64, done func([]int16))
 	// AlterConfigs changes one resource's configs (or with validateOnly
 	// only checks the change), answering as controller.AlterConfigs does:
 	// a code, and a message naming what is refused.

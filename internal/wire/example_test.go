@@ -55,6 +55,9 @@ func (emptyBroker) AutoCreateTopic(controller.CreateTopicRequest)     {}
 func (emptyBroker) DeleteTopics(names []wire.TopicRef, _ int64, done func([]int16)) {
 	done(make([]int16, len(names)))
 }
+func (emptyBroker) Reassign(moves []controller.ReassignRequest, _ int64, done func([]int16)) {
+	done(make([]int16, len(moves)))
+}
 func (emptyBroker) ElectLeaders(_ []metadata.TopicPartition, _ int64, done func(controller.ElectLeadersResponse)) {
 	done(controller.ElectLeadersResponse{})
 }
@@ -88,5 +91,5 @@ func ExampleHandler_Handle() {
 		}
 		fmt.Println("correlation id", binary.BigEndian.Uint32(response), "error", decoded.ErrorCode, "keys", len(decoded.ApiKeys))
 	})
-	// Output: correlation id 42 error 0 keys 17
+	// Output: correlation id 42 error 0 keys 19
 }

@@ -47,6 +47,7 @@ type fakeBackend struct {
 	createTopics []CreateTopicsRequest
 	grows        []CreatePartitionsRequest
 	alterConfigs []controller.AlterConfigsRequest
+	reassigns    []controller.ReassignRequest
 	// nextTopicID numbers the topics' ids.
 	nextTopicID byte
 }
@@ -484,6 +485,39 @@ func (f *fakeBackend) DeleteTopics(topics []TopicRef, timeoutTicks int64, done f
 			continue
 		}
 		delete(f.topics, name)
+	}
+	done(codes)
+}
+
+// Reassign records the moves and starts each on a known partition as the
+// controller would, the target first and the replicas it leaves after.
+func (f *fakeBackend) Reassign(moves []controller.ReassignRequest, _ int64, done func([]int16)) {
+	codes := make([]int16, len(moves))
+	for i, move := range moves {
+		f.reassigns = append(f.reassigns, move)
+		p, ok := f.partition(move.TopicPartition)
+		switch {
+		case !ok:
+			codes[i] = kerr.UnknownTopicOrPartition.Code
+		case move.Replicas == nil && !p.state.Reassigning():
+			codes[i] = kerr.NoReassignmentInProgress.Code
+		case move.Replicas == nil:
+			p.state.Replicas = slices.DeleteFunc(p.state.Replicas, func(id metadata.BrokerID) bool { return slices.Contains(p.state.Adding, id) })
+			p.state.Adding, p.state.Removing = nil, nil
+		default:
+			p.state.Adding, p.state.Removing = nil, nil
+			for _, id := range move.Replicas {
+				if !p.state.IsReplica(id) {
+					p.state.Adding = append(p.state.Adding, id)
+				}
+			}
+			for _, id := range p.state.Replicas {
+				if !slices.Contains(move.Replicas, id) {
+					p.state.Removing = append(p.state.Removing, id)
+				}
+			}
+			p.state.Replicas = append(slices.Clone(move.Replicas), p.state.Removing...)
+		}
 	}
 	done(codes)
 }
