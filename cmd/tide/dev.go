@@ -66,6 +66,7 @@ type devOptions struct {
 	verbose        bool
 	topics         devTopicDefaults
 	rebalance      rebalanceOptions
+	groups         groupOptions
 	// brokersGiven says --brokers was on the command line: a restart from
 	// --dir otherwise takes the count the directory holds.
 	brokersGiven bool
@@ -124,6 +125,7 @@ second Ctrl-C exits at once.`,
 	flags.IntVar(&options.topics.replicationFactor, "default-replication-factor", 0,
 		"replicas of a topic created without a factor (default.replication.factor; 0: min(3, brokers))")
 	registerRebalanceFlags(flags, &options.rebalance, devLeaderImbalanceCheckInterval)
+	registerGroupFlags(flags, &options.groups)
 	return command
 }
 
@@ -164,6 +166,9 @@ func (o devOptions) validate() error {
 	if err := o.rebalance.validate(); err != nil {
 		return err
 	}
+	if err := o.groups.validate(); err != nil {
+		return err
+	}
 	for _, port := range []struct {
 		flag  string
 		first int
@@ -201,7 +206,7 @@ func runDev(ctx context.Context, options devOptions, out, errOut io.Writer) erro
 	if err != nil {
 		return err
 	}
-	layout.rebalance = options.rebalance
+	layout.rebalance, layout.groups = options.rebalance, options.groups
 	if layout.dir, err = devDataDir(options.dir); err != nil {
 		for _, l := range layout.listeners {
 			l.Close()
@@ -266,6 +271,8 @@ type devLayout struct {
 	listeners []net.Listener
 	// rebalance is every node's leader rebalance.
 	rebalance rebalanceOptions
+	// groups are every node's consumer group settings.
+	groups groupOptions
 	// topics are the topic defaults the nodes get (--auto-create-topics,
 	// --num-partitions, --default-replication-factor).
 	topics devTopicDefaults
@@ -372,6 +379,7 @@ func (l devLayout) configs(logger *slog.Logger) []server.Config {
 			DefaultPartitions: l.topics.partitions, DefaultReplicationFactor: l.replicationFactor(),
 			DisableAutoCreateTopics: !l.topics.autoCreate, Logger: logger}
 		l.rebalance.apply(&configs[i])
+		l.groups.apply(&configs[i])
 	}
 	return configs
 }

@@ -43,6 +43,8 @@ type serveOptions struct {
 	sendfile         bool
 	// rebalance is auto.leader.rebalance.enable and its settings.
 	rebalance rebalanceOptions
+	// groups are the consumer groups' settings (group_flags.go).
+	groups groupOptions
 	// limits are the Kafka listener's (serve_limits.go).
 	limits serveLimits
 }
@@ -73,7 +75,9 @@ names where there is one: node.id, controller.quorum.voters, listeners
 (the controller listener's host:port), log.dirs, broker.session.timeout.ms,
 broker.heartbeat.interval.ms, num.partitions, default.replication.factor,
 auto.create.topics.enable, auto.leader.rebalance.enable,
-leader.imbalance.check.interval.seconds, leader.imbalance.per.broker.percentage;
+leader.imbalance.check.interval.seconds, leader.imbalance.per.broker.percentage,
+offsets.topic.num.partitions, offsets.topic.replication.factor,
+group.initial.rebalance.delay.ms;
 and tide.kafka.listen, tide.kafka.listeners. The Kafka listener's limits
 too: socket.request.max.bytes, queued.max.request.bytes,
 queued.max.requests, max.connections, max.connections.per.ip,
@@ -119,6 +123,7 @@ Followers replicate from their leaders over the Kafka protocol
 	flags.StringVar(&options.logLevel, "log-level", "info", "debug, info, warn or error")
 	flags.BoolVar(&options.sendfile, "sendfile", true, "send committed records to fetchers with sendfile (false reads them into memory, to measure the difference)")
 	registerRebalanceFlags(flags, &options.rebalance, server.DefaultLeaderImbalanceCheckInterval)
+	registerGroupFlags(flags, &options.groups)
 	registerLimitFlags(flags, &options.limits)
 	return command
 }
@@ -176,6 +181,10 @@ func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
 		DisableAutoCreateTopics: !o.autoCreateTopics,
 		CopyFetches:             !o.sendfile}
 	o.rebalance.apply(&config)
+	if err := o.groups.validate(); err != nil {
+		return server.Config{}, usageError{err}
+	}
+	o.groups.apply(&config)
 	if err := o.limits.apply(&config); err != nil {
 		return server.Config{}, err
 	}
@@ -216,6 +225,9 @@ func applyProperties(flags *pflag.FlagSet, name string) error {
 		if !known {
 			flag, known = limitPropertyFlags[key]
 		}
+		if !known {
+			flag, known = groupPropertyFlags[key]
+		}
 		if !ok || !known {
 			return fmt.Errorf("%s:%d: unknown setting %q (known: %s)", name, number, key, knownProperties())
 		}
@@ -238,6 +250,7 @@ func applyProperties(flags *pflag.FlagSet, name string) error {
 func knownProperties() string {
 	keys := slices.Collect(maps.Keys(propertyFlags))
 	keys = append(keys, slices.Collect(maps.Keys(limitPropertyFlags))...)
+	keys = append(keys, slices.Collect(maps.Keys(groupPropertyFlags))...)
 	slices.Sort(keys)
 	return strings.Join(keys, ", ")
 }
@@ -258,6 +271,7 @@ func reread(flags *pflag.FlagSet, o serveOptions) serveOptions {
 	o.logLevel, _ = flags.GetString("log-level")
 	o.sendfile, _ = flags.GetBool("sendfile")
 	o.rebalance = rereadRebalance(flags)
+	o.groups = rereadGroups(flags)
 	o.limits = rereadLimits(flags)
 	return o
 }

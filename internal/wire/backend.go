@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/tidelog/tide/internal/controller"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/replica"
@@ -94,6 +96,29 @@ type Backend interface {
 	// only checks the change), answering as controller.AlterConfigs does:
 	// a code, and a message naming what is refused.
 	AlterConfigs(request controller.AlterConfigsRequest, validateOnly bool, done func(code int16, message string))
+
+	// GroupCoordinator answers which broker coordinates a consumer group:
+	// the leader of the __consumer_offsets partition the group hashes to,
+	// or a code (COORDINATOR_NOT_AVAILABLE while the topic is being created
+	// or the partition has no leader).
+	GroupCoordinator(groupID string) (metadata.BrokerID, int16)
+	// GroupPartition is the __consumer_offsets partition of a group, or
+	// NoGroupPartition while the topic does not exist: requests naming
+	// several groups are split by it, one request per coordinator.
+	GroupPartition(groupID string) int32
+	// Group serves a group request (JoinGroup, SyncGroup, Heartbeat,
+	// LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, DeleteGroups,
+	// OffsetDelete) at the coordinator of groupID; every group the request
+	// names has the same coordinator. request is at the client's version;
+	// clientID is the request header's, which member ids start with.
+	// done gets the coordinator's response, or a code when no coordinator
+	// could answer (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...),
+	// which the Handler turns into the request's error response.
+	Group(groupID, clientID string, request kmsg.Request, done func(response kmsg.Response, code int16))
+	// ListGroups asks every group coordinator this broker hosts and gives
+	// their answers, in partition order; a coordinator that cannot answer
+	// gives a response carrying only its code.
+	ListGroups(request *kmsg.ListGroupsRequest, done func([]*kmsg.ListGroupsResponse))
 }
 
 // TopicRef names a topic by Name, or by ID with an empty Name (KIP-516).
