@@ -39,6 +39,18 @@ func (c *processCluster) seeds() []string {
 	return seeds
 }
 
+// createPartitionedTopic creates a topic of the given partitions with one
+// replica each.
+func createPartitionedTopic(ctx context.Context, t *testing.T, seeds []string, name string, partitions int32) {
+	t.Helper()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	createTopic(ctx, t, admin, name, partitions)
+}
+
 // producePartitioned writes perPartition records to each partition, acks=all.
 func producePartitioned(ctx context.Context, t *testing.T, seeds []string, topic string, partitions int32, perPartition int) {
 	t.Helper()
