@@ -2,6 +2,7 @@ package group
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -69,6 +70,8 @@ const (
 // pendingAppend is an Append handed out and not yet reported.
 type pendingAppend struct {
 	records []Record
+	// decoded are the records as decoded from their bytes.
+	decoded []decodedRecord
 	// groups are the groups the records are of, once each.
 	groups []string
 	// offsets are the offset keys the records set or delete, by group.
@@ -110,17 +113,28 @@ type Coordinator struct {
 	// pendingByGroup counts the appends in flight with records of each
 	// group.
 	pendingByGroup map[string]int
-	ready          Ready
-	parked         int
-	stableWaits    []stableFetch
-	loadedOffset   int64
+	// reports holds AppendDone reports that came before an earlier
+	// append's; nextReport is the append to complete next.
+	reports      map[AppendID]int16
+	nextReport   AppendID
+	ready        Ready
+	parked       int
+	stableWaits  []stableFetch
+	loadedOffset int64
 
 	// incarnation and memberCounter make member ids unique across
 	// coordinators of the partition (see newMemberID).
 	incarnation   uint64
 	memberCounter uint64
+	// leadership is what the host said of the partition's leadership
+	// (SetLeadership), mixed into the incarnation.
+	leadership uint64
 
 	nextExpiryCheckMs int64
+	// nextDeadlineMs is at or before the earliest timer of any group
+	// (sessions, pending member ids, join and sync phases): Tick looks at
+	// the groups only once it has passed.
+	nextDeadlineMs int64
 }
 
 // durableGroup is one group as the committed records describe it.
@@ -137,7 +151,7 @@ func NewCoordinator(config Config, partition int32) *Coordinator {
 		panic(err)
 	}
 	return &Coordinator{config: config, partition: partition, durable: map[string]*durableGroup{}, groups: map[string]*group{},
-		pending: map[AppendID]*pendingAppend{}, pendingByGroup: map[string]int{}, loadedOffset: -1}
+		pending: map[AppendID]*pendingAppend{}, pendingByGroup: map[string]int{}, reports: map[AppendID]int16{}, nextReport: 1, loadedOffset: -1}
 }
 
 // Load applies one committed record, read from the partition in log order.
@@ -162,6 +176,13 @@ func (c *Coordinator) Load(offset int64, record Record) error {
 	return nil
 }
 
+// SetLeadership tells the coordinator which leadership of its partition it
+// serves (for example the broker id and the leader epoch), before
+// FinishLoad. It only feeds the member ids it hands out: without it, two
+// coordinators of the partition that began serving in the same millisecond
+// after loading the same log would issue the same ids.
+func (c *Coordinator) SetLeadership(value uint64) { c.leadership = value }
+
 // FinishLoad ends the replay: each loaded group becomes live (Stable with
 // its members, or Empty), every member's session starts now, and the
 // coordinator serves.
@@ -171,14 +192,16 @@ func (c *Coordinator) FinishLoad(nowMs int64) {
 	}
 	c.phase = serving
 	c.nowMs = nowMs
-	c.incarnation = uint64(nowMs)<<20 ^ uint64(c.loadedOffset+1)
+	c.incarnation = mix([]byte(fmt.Sprintf("%d/%d/%d", nowMs, c.loadedOffset, c.leadership)))
 	c.nextExpiryCheckMs = nowMs + c.config.OffsetsRetentionCheckIntervalMs
+	c.nextDeadlineMs = nowMs // the loaded members' sessions
 	for _, id := range sortedKeys(c.durable) {
 		group := groupFromDurable(id, c.durable[id], c.config, nowMs)
 		c.groups[id] = group
-		if len(group.members) > int(c.config.MaxSize) {
-			// group.max.size was lowered: the group rebalances, and
-			// members beyond it are refused as they rejoin.
+		if len(group.members) > int(c.config.MaxSize) || (len(group.members) > 0 && group.protocol == "") {
+			// group.max.size was lowered (members beyond it are refused
+			// as they rejoin), or the record names no protocol for its
+			// members: the group rebalances.
 			c.prepareRebalance(group)
 		}
 	}
@@ -217,25 +240,71 @@ func (c *Coordinator) Ready() Ready {
 	return ready
 }
 
-// AppendDone reports an Append: errorCode 0 when the high watermark has
-// passed all of its records, otherwise the produce error. Appends must be
-// reported committed in the order they were handed out.
+// AppendDone reports an Append: errorCode 0 once the high watermark has
+// passed all of its records; otherwise the produce error. Reports may come
+// in any order; the coordinator takes them in the order it handed the
+// appends out, as the high watermark passes them.
+//
+// An error must be final. One that says the records were never written
+// (NOT_ENOUGH_REPLICAS, too large, an unknown partition) leaves the
+// coordinator serving. Any other (a timeout waiting for the high watermark,
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND, a lost leadership) leaves records in
+// the log that may yet be committed or truncated: the coordinator answers
+// the request with Kafka's mapping of the error and then stops serving
+// (Unloaded reports it), because its durable view could no longer be
+// trusted to match the log; the host replaces it with one that loads the
+// log.
 func (c *Coordinator) AppendDone(id AppendID, errorCode int16) {
-	write, ok := c.pending[id]
-	if !ok {
+	if _, ok := c.pending[id]; !ok || c.phase == unloaded {
 		return
 	}
-	c.forget(id, write)
-	if !write.appliedEarly {
-		if errorCode == 0 {
-			c.applyRecords(write.records)
-			write.done(0)
-		} else {
-			write.done(appendErrorToResponse(errorCode))
+	c.reports[id] = errorCode
+	for c.phase != unloaded {
+		code, reported := c.reports[c.nextReport]
+		if !reported {
+			break
 		}
+		delete(c.reports, c.nextReport)
+		c.completeAppend(c.nextReport, code)
+		c.nextReport++
 	}
 	c.answerStableFetches()
 }
+
+// completeAppend carries out one reported append, in order.
+func (c *Coordinator) completeAppend(id AppendID, errorCode int16) {
+	write := c.pending[id]
+	c.forget(id, write)
+	if write.appliedEarly {
+		return
+	}
+	if errorCode == 0 {
+		c.applyAll(write.decoded)
+		write.done(0)
+		return
+	}
+	write.done(appendErrorToResponse(errorCode))
+	if !neverWritten(errorCode) {
+		c.Unload()
+	}
+}
+
+// neverWritten reports whether a produce error means the records were
+// refused before they reached the log.
+func neverWritten(errorCode int16) bool {
+	switch errorCode {
+	case kerr.NotEnoughReplicas.Code, kerr.UnknownTopicOrPartition.Code, kerr.MessageTooLarge.Code, kerr.RecordListTooLarge.Code,
+		kerr.InvalidFetchSize.Code, kerr.CorruptMessage.Code, kerr.InvalidRecord.Code:
+		return true
+	}
+	return false
+}
+
+// Unloaded reports whether the coordinator has stopped serving: Unload was
+// called, or an append failed in a way that leaves its fate to the log.
+// The host then drops it, and if it still leads the partition, starts a
+// new one that loads the log.
+func (c *Coordinator) Unloaded() bool { return c.phase == unloaded }
 
 // Handle takes one request from an unknown client; see HandleFrom.
 func (c *Coordinator) Handle(nowMs int64, id RequestID, request kmsg.Request) {
@@ -246,6 +315,9 @@ func (c *Coordinator) Handle(nowMs int64, id RequestID, request kmsg.Request) {
 // splits requests naming groups of several partitions and merges the
 // answers). Its answer comes out of Ready, now or later.
 func (c *Coordinator) HandleFrom(nowMs int64, id RequestID, client Client, request kmsg.Request) {
+	if request == nil {
+		return
+	}
 	if nowMs > c.nowMs {
 		c.nowMs = nowMs
 	}
@@ -292,15 +364,26 @@ func (c *Coordinator) Tick(nowMs int64) {
 	if nowMs > c.nowMs {
 		c.nowMs = nowMs
 	}
-	for _, id := range sortedKeys(c.groups) {
-		if group, ok := c.groups[id]; ok {
-			group.tick(c)
+	if c.nowMs >= c.nextDeadlineMs {
+		c.nextDeadlineMs = math.MaxInt64
+		for _, id := range sortedKeys(c.groups) {
+			if group, ok := c.groups[id]; ok {
+				group.tick(c)
+				c.at(group.earliestDeadlineMs())
+			}
 		}
 	}
 	if c.nowMs >= c.nextExpiryCheckMs {
 		c.nextExpiryCheckMs = c.nowMs + c.config.OffsetsRetentionCheckIntervalMs
 		c.expireOffsets()
 	}
+}
+
+// at notes a deadline set on a group, so Tick looks at the groups once it
+// is due, and returns it.
+func (c *Coordinator) at(deadlineMs int64) int64 {
+	c.nextDeadlineMs = min(c.nextDeadlineMs, deadlineMs)
+	return deadlineMs
 }
 
 // answer queues a response, at the request's version.
@@ -318,10 +401,13 @@ func (c *Coordinator) write(records []Record, done func(errorCode int16)) {
 	c.ready.Appends = append(c.ready.Appends, Append{ID: id, Records: records})
 	pending := &pendingAppend{records: records, done: done, offsets: map[string][]topicPartition{}}
 	for _, record := range records {
+		// Decoded from the bytes written, so the durable view is built
+		// from exactly what a coordinator that loads the log will read.
 		decoded, err := decodeRecord(record)
 		if err != nil {
 			panic(fmt.Sprintf("group: a record this coordinator wrote does not decode: %v", err))
 		}
+		pending.decoded = append(pending.decoded, decoded)
 		if len(pending.groups) == 0 || pending.groups[len(pending.groups)-1] != decoded.group {
 			pending.groups = append(pending.groups, decoded.group)
 			c.pendingByGroup[decoded.group]++
@@ -333,7 +419,7 @@ func (c *Coordinator) write(records []Record, done func(errorCode int16)) {
 	c.pending[id] = pending
 	if !c.config.Rules.On(rules.AnswerAfterCommit) {
 		pending.appliedEarly = true
-		c.applyRecords(records)
+		c.applyAll(pending.decoded)
 		done(0)
 	}
 }
@@ -355,14 +441,10 @@ func (c *Coordinator) hasPendingWritesFor(id string) bool { return c.pendingByGr
 // canWrite reports whether another append fits under MaxPendingAppends.
 func (c *Coordinator) canWrite() bool { return len(c.pending) < c.config.MaxPendingAppends }
 
-// applyRecords applies records this coordinator wrote to the durable view.
-func (c *Coordinator) applyRecords(records []Record) {
+// applyAll applies records this coordinator wrote to the durable view.
+func (c *Coordinator) applyAll(records []decodedRecord) {
 	for _, record := range records {
-		decoded, err := decodeRecord(record)
-		if err != nil {
-			panic(fmt.Sprintf("group: a record this coordinator wrote does not decode: %v", err))
-		}
-		c.apply(decoded)
+		c.apply(record)
 	}
 }
 

@@ -27,7 +27,7 @@ func (c *Coordinator) handleDeleteGroups(id RequestID, request *kmsg.DeleteGroup
 		switch {
 		case group == nil || group.state == stateDead:
 			result.ErrorCode = kerr.GroupIDNotFound.Code
-		case group.state != stateEmpty || len(group.pendingMembers) > 0:
+		case group.state != stateEmpty:
 			result.ErrorCode = kerr.NonEmptyGroup.Code
 		case !c.canWrite():
 			result.ErrorCode = kerr.CoordinatorNotAvailable.Code
@@ -168,6 +168,7 @@ func (g *group) subscribedTopics() (topics map[string]bool, all bool) {
 // written after an uncommitted commit would delete it.
 func (c *Coordinator) expireOffsets() {
 	var records []Record
+	var deletedGroups []string
 	for _, groupID := range sortedKeys(c.durable) {
 		durable := c.durable[groupID]
 		group := c.groups[groupID]
@@ -185,11 +186,27 @@ func (c *Coordinator) expireOffsets() {
 		if expired == len(durable.offsets) && group.state == stateEmpty && len(group.pendingMembers) == 0 && (expired > 0 || durable.metadata != nil) {
 			records = append(records, groupTombstone(groupID))
 			delete(c.groups, groupID)
+			deletedGroups = append(deletedGroups, groupID)
 		}
 	}
-	if len(records) > 0 {
-		c.write(records, func(int16) {})
+	if len(records) == 0 {
+		return
 	}
+	c.write(records, func(errorCode int16) {
+		if errorCode == 0 {
+			return
+		}
+		// The tombstones were refused: the groups they would have
+		// deleted are still in the log, so they come back to life as a
+		// new coordinator would load them.
+		for _, groupID := range deletedGroups {
+			if _, live := c.groups[groupID]; !live && c.durable[groupID] != nil {
+				revived := groupFromDurable(groupID, c.durable[groupID], c.config, c.nowMs)
+				c.groups[groupID] = revived
+				c.at(revived.earliestDeadlineMs())
+			}
+		}
+	})
 }
 
 func (c *Coordinator) offsetExpired(group *group, offset committedOffset, subscribed bool) bool {

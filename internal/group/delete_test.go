@@ -31,6 +31,13 @@ func TestDescribeAndListGroups(t *testing.T) {
 	if unknown.State != "Dead" || unknown.ErrorCode != 0 || len(unknown.Members) != 0 {
 		t.Fatalf("unknown group: %+v", unknown)
 	}
+	if stable.AuthorizedOperations != -2147483648 {
+		t.Fatalf("operations not asked for: %d", stable.AuthorizedOperations)
+	}
+	withOperations := h.answer(h.send(&kmsg.DescribeGroupsRequest{Version: 5, Groups: []string{"stable"}, IncludeAuthorizedOperations: true})).(*kmsg.DescribeGroupsResponse)
+	if got := withOperations.Groups[0].AuthorizedOperations; got != 328 {
+		t.Fatalf("authorized operations %d, want READ|DELETE|DESCRIBE = 328", got)
+	}
 	list := func(version int16, states, types []string) []string {
 		response := h.answer(h.send(&kmsg.ListGroupsRequest{Version: version, StatesFilter: states, TypesFilter: types})).(*kmsg.ListGroupsResponse)
 		var groups []string

@@ -11,8 +11,13 @@ import (
 // state.
 
 // authorizedOperationsNotRequested is Kafka's INT32 minimum: the
-// operations were not asked for (tide has no ACLs to report).
+// operations were not asked for.
 const authorizedOperationsNotRequested = -2147483648
+
+// authorizedGroupOperations is what Kafka reports without an authorizer:
+// every operation a group supports, READ (3), DELETE (6) and DESCRIBE (8),
+// as bits of AclOperation codes. tide has no ACLs.
+const authorizedGroupOperations = 1<<3 | 1<<6 | 1<<8
 
 // handleDescribeGroups describes each group: an unknown one as Dead with
 // no error, as Kafka does; a Stable one with its protocol and every
@@ -22,6 +27,9 @@ func (c *Coordinator) handleDescribeGroups(id RequestID, request *kmsg.DescribeG
 	response.Version = request.Version
 	for _, groupID := range request.Groups {
 		out := kmsg.DescribeGroupsResponseGroup{Group: groupID, State: stateDead.String(), AuthorizedOperations: authorizedOperationsNotRequested}
+		if request.Version >= 3 && request.IncludeAuthorizedOperations {
+			out.AuthorizedOperations = authorizedGroupOperations
+		}
 		if group := c.groups[groupID]; group != nil {
 			out.State, out.ProtocolType = group.state.String(), group.protocolType
 			if group.state == stateStable {
@@ -52,6 +60,9 @@ func (c *Coordinator) handleListGroups(id RequestID, request *kmsg.ListGroupsReq
 	response.Version = request.Version
 	for _, groupID := range sortedKeys(c.groups) {
 		group := c.groups[groupID]
+		if group.state == stateDead {
+			continue // being deleted; Kafka has already dropped it
+		}
 		if request.Version >= 4 && len(request.StatesFilter) > 0 && !containsFold(request.StatesFilter, group.state.String()) {
 			continue
 		}

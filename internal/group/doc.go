@@ -21,7 +21,10 @@
 // Who drives it: the front end's coordinator host, one Coordinator per
 // offsets partition this broker leads, in both runtimes: Load the
 // committed records (only those below the high watermark, rule
-// load-committed-only), FinishLoad, then Handle/HandleFrom requests and
-// Tick; after each call drain Ready, write each Append as one acks=all
-// batch, and report it with AppendDone. Unload when the leadership goes.
+// load-committed-only), SetLeadership (the leader epoch), FinishLoad, then
+// Handle/HandleFrom requests and Tick; after each call drain Ready, write
+// each Append as one acks=all batch, and report it with AppendDone. Unload
+// when the leadership goes. When Unloaded reports true after an
+// AppendDone (an append whose fate only the log knows), replace the
+// coordinator with a new one that loads the log.
 package group

@@ -6,35 +6,52 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// FuzzLoad feeds arbitrary record bytes to Load: a bad record is an error,
-// never a panic, and a coordinator that loaded garbage still serves.
+// FuzzLoad feeds arbitrary record bytes to Load, two records at a time:
+// a bad record is an error, never a panic, and a coordinator that loaded
+// whatever decoded keeps its invariants and serves the group it names.
 func FuzzLoad(f *testing.F) {
 	offset := committedOffset{offset: 5, leaderEpoch: 2, metadata: "m", commitTimestampMs: 1, expireTimestampMs: -1}
+	metadata := groupMetadataRecord("g", groupMetadata{protocolType: "consumer", generation: 3, protocol: "range", leader: "m",
+		members: []persistedMember{{memberID: "m", instanceID: "i", sessionTimeoutMs: 10000, rebalanceTimeoutMs: -1}}})
 	for _, record := range []Record{
 		offsetCommitRecord("g", topicPartition{"t", 0}, offset),
 		offsetTombstone("g", topicPartition{"t", 0}),
-		groupMetadataRecord("g", groupMetadata{protocolType: "consumer", generation: 3, protocol: "range", leader: "m",
-			members: []persistedMember{{memberID: "m", instanceID: "i", sessionTimeoutMs: 10000, rebalanceTimeoutMs: -1}}}),
+		metadata,
 		groupTombstone("g"),
 	} {
-		f.Add(record.Key, record.Value, record.Value == nil)
+		f.Add(record.Key, record.Value, record.Value == nil, metadata.Key, metadata.Value)
 	}
-	f.Add([]byte{0, 9, 1}, []byte{0, 4, 0}, false)
-	f.Fuzz(func(t *testing.T, key, value []byte, tombstone bool) {
+	f.Add([]byte{0, 9, 1}, []byte{0, 4, 0}, false, []byte{0, 2}, []byte{})
+	f.Fuzz(func(t *testing.T, key, value []byte, tombstone bool, secondKey, secondValue []byte) {
 		if tombstone {
 			value = nil
 		} else if value == nil {
 			value = []byte{}
 		}
-		coordinator := NewCoordinator(DefaultConfig(), 0)
-		_ = coordinator.Load(0, Record{Key: key, Value: value})
-		coordinator.FinishLoad(1000)
-		coordinator.Tick(700000)
-		coordinator.Handle(700000, 1, &kmsg.DescribeGroupsRequest{Version: 5, Groups: sortedKeys(coordinator.groups)})
-		coordinator.Handle(700000, 2, &kmsg.OffsetFetchRequest{Version: 7, Group: "g"})
-		coordinator.Handle(700000, 3, &kmsg.ListGroupsRequest{Version: 5})
-		if answers := coordinator.Ready().Answers; len(answers) != 3 {
-			t.Fatalf("%d answers", len(answers))
+		h := &harness{t: t, config: DefaultConfig(), nowMs: 1000, answers: map[RequestID]kmsg.Response{}, autoCommit: true}
+		h.coordinator = NewCoordinator(h.config, 0)
+		_ = h.coordinator.Load(0, Record{Key: key, Value: value})
+		_ = h.coordinator.Load(1, Record{Key: secondKey, Value: secondValue})
+		h.coordinator.FinishLoad(h.nowMs)
+		h.checkInvariants()
+		groups := sortedKeys(h.coordinator.groups)
+		h.send(&kmsg.DescribeGroupsRequest{Version: 5, Groups: groups})
+		h.send(&kmsg.ListGroupsRequest{Version: 5})
+		for _, id := range groups {
+			group := h.coordinator.groups[id]
+			h.send(&kmsg.OffsetFetchRequest{Version: 7, Group: id})
+			for _, memberID := range group.sortedMemberIDs() {
+				h.send(&kmsg.HeartbeatRequest{Version: 4, Group: id, MemberID: memberID, Generation: group.generation})
+				h.send(syncRequestFor(id, memberID, group.generation, nil))
+				h.send(joinRequestFor(9, id, memberID))
+			}
+			h.send(joinRequestFor(9, id, ""))
+		}
+		h.advance(700000)
+		for id := RequestID(1); id <= h.nextRequest; id++ {
+			if !h.answered(id) {
+				t.Fatalf("request %d not answered", id)
+			}
 		}
 	})
 }

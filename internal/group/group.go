@@ -3,6 +3,7 @@ package group
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -142,6 +143,9 @@ func groupFromDurable(id string, durable *durableGroup, config Config, nowMs int
 		group.stateTimestampMs = metadata.stateTimestampMs
 	}
 	for _, stored := range metadata.members {
+		if _, taken := group.members[stored.memberID]; taken || stored.memberID == "" || group.instances[stored.instanceID] != "" {
+			continue // not a record Kafka or tide writes: the first holder of an id keeps it
+		}
 		member := &member{id: stored.memberID, instanceID: stored.instanceID, clientID: stored.clientID, clientHost: stored.clientHost,
 			sessionTimeoutMs: stored.sessionTimeoutMs, rebalanceTimeoutMs: stored.rebalanceTimeoutMs, protocolType: metadata.protocolType,
 			protocols: []protocol{{name: metadata.protocol, metadata: stored.subscription}}, assignment: stored.assignment,
@@ -157,10 +161,31 @@ func groupFromDurable(id string, durable *durableGroup, config Config, nowMs int
 	if len(group.members) > 0 {
 		group.state = stateStable
 	}
-	if _, ok := group.members[group.leader]; !ok && len(group.members) > 0 {
-		group.leader = group.sortedMemberIDs()[0]
+	if _, ok := group.members[group.leader]; !ok {
+		group.leader = ""
+		if len(group.members) > 0 {
+			group.leader = group.sortedMemberIDs()[0]
+		}
 	}
 	return group
+}
+
+// earliestDeadlineMs is the group's next timer: a session, a pending
+// member id, the join or the sync phase; MaxInt64 when none is set.
+func (g *group) earliestDeadlineMs() int64 {
+	earliest := int64(math.MaxInt64)
+	for _, deadline := range g.pendingMembers {
+		earliest = min(earliest, deadline)
+	}
+	for _, member := range g.members {
+		earliest = min(earliest, member.heartbeatDeadlineMs)
+	}
+	for _, deadline := range []int64{g.joinDeadlineMs, g.syncDeadlineMs} {
+		if deadline != 0 {
+			earliest = min(earliest, deadline)
+		}
+	}
+	return earliest
 }
 
 // transition moves the group to a state, stamping the time (the base of

@@ -36,6 +36,10 @@ type harness struct {
 	// autoCommit reports every append committed as soon as it is handed
 	// out.
 	autoCommit bool
+	// answerOrder and appendOrder list answers and appends as they came
+	// out of Ready, for traces.
+	answerOrder []RequestID
+	appendOrder []Append
 }
 
 func newHarness(t testing.TB, config Config) *harness {
@@ -50,6 +54,7 @@ func (h *harness) send(request kmsg.Request) RequestID {
 	h.nextRequest++
 	h.coordinator.HandleFrom(h.nowMs, h.nextRequest, Client{ID: "client", Host: "/127.0.0.1"}, request)
 	h.drain()
+	h.checkInvariants()
 	return h.nextRequest
 }
 
@@ -61,8 +66,14 @@ func (h *harness) drain() {
 			if _, dup := h.answers[answer.Request]; dup {
 				h.t.Fatalf("request %d answered twice", answer.Request)
 			}
+			if answer.Response.GetVersion() < 0 || answer.Response.GetVersion() > answer.Response.MaxVersion() {
+				h.t.Fatalf("request %d answered at version %d", answer.Request, answer.Response.GetVersion())
+			}
+			answer.Response.AppendTo(nil) // every answer must encode at its version
 			h.answers[answer.Request] = answer.Response
+			h.answerOrder = append(h.answerOrder, answer.Request)
 		}
+		h.appendOrder = append(h.appendOrder, ready.Appends...)
 		for _, write := range ready.Appends {
 			for _, record := range write.Records {
 				h.log = append(h.log, logEntry{coordinator: h.coordinators, append: write.ID, record: record})
@@ -127,6 +138,14 @@ func (h *harness) advance(ms int64) {
 	h.nowMs += ms
 	h.coordinator.Tick(h.nowMs)
 	h.drain()
+	h.checkInvariants()
+}
+
+func (h *harness) checkInvariants() {
+	h.t.Helper()
+	if err := h.coordinator.CheckInvariants(); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 // answer is the response to a request, failing the test if none came.
@@ -149,9 +168,9 @@ func (h *harness) answered(id RequestID) bool {
 func (h *harness) failover() {
 	h.coordinator.Unload()
 	h.drain()
-	next := h.replay(false)
-	h.coordinator, h.inFlight = next, nil
 	h.coordinators++
+	next := h.replayFor(false, uint64(h.coordinators))
+	h.coordinator, h.inFlight = next, nil
 }
 
 // replay loads the committed records (or, with uncommitted, every record
@@ -159,7 +178,15 @@ func (h *harness) failover() {
 // coordinator.
 func (h *harness) replay(uncommitted bool) *Coordinator {
 	h.t.Helper()
+	return h.replayFor(uncommitted, 0)
+}
+
+// replayFor is replay for a coordinator of the given leadership (a new
+// leader epoch at each failover, as the host passes it).
+func (h *harness) replayFor(uncommitted bool, leadership uint64) *Coordinator {
+	h.t.Helper()
 	replayed := NewCoordinator(h.config, 0)
+	replayed.SetLeadership(leadership)
 	for offset, entry := range h.log {
 		if !entry.committed && !uncommitted {
 			continue

@@ -122,7 +122,7 @@ func (c *Coordinator) joinNewMember(group *group, join joinRequest) {
 	case join.instanceID != "" && group.instances[join.instanceID] != "":
 		c.replaceStaticMember(group, group.members[group.instances[join.instanceID]], join)
 	case join.instanceID == "" && join.version >= 4:
-		group.pendingMembers[join.memberID] = c.nowMs + int64(join.sessionTimeoutMs)
+		group.pendingMembers[join.memberID] = c.at(c.nowMs + int64(join.sessionTimeoutMs))
 		c.answerJoinError(&parked{request: join.id, version: join.version}, join.memberID, kerr.MemberIDRequired.Code)
 	default:
 		c.addMember(group, join)
@@ -207,7 +207,7 @@ func (c *Coordinator) addMember(group *group, join joinRequest) {
 		group.instances[member.instanceID] = member.id
 	}
 	c.updateMember(member, join)
-	member.heartbeatDeadlineMs = c.nowMs + int64(c.config.NewMemberJoinTimeoutMs)
+	member.heartbeatDeadlineMs = c.at(c.nowMs + int64(c.config.NewMemberJoinTimeoutMs))
 	if group.state == statePreparingRebalance && group.initialRebalance {
 		group.newMemberAdded = true
 	}

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -323,5 +324,28 @@ func TestFailedAssignmentWriteRebalances(t *testing.T) {
 	}
 	if state := h.coordinator.groups["g"].state; state != statePreparingRebalance {
 		t.Fatalf("group %s after a failed assignment write", state)
+	}
+}
+
+// TestMemberIDsDifferAcrossCoordinators: coordinators of one partition
+// that loaded the same log hand out different ids when they began serving
+// at different times or for different leaderships.
+func TestMemberIDsDifferAcrossCoordinators(t *testing.T) {
+	idAt := func(nowMs int64, leadership uint64) string {
+		c := NewCoordinator(DefaultConfig(), 7)
+		c.SetLeadership(leadership)
+		c.FinishLoad(nowMs)
+		c.Handle(nowMs, 1, joinRequestFor(9, "g", ""))
+		return c.Ready().Answers[0].Response.(*kmsg.JoinGroupResponse).MemberID
+	}
+	first := idAt(1000, 1)
+	if first != idAt(1000, 1) {
+		t.Fatal("the same incarnation gave different ids")
+	}
+	if first == idAt(1001, 1) || first == idAt(1000, 2) {
+		t.Fatal("two incarnations gave the same id")
+	}
+	if !strings.HasPrefix(first, "-") || len(first) != 37 {
+		t.Fatalf("id %q is not <client id>-<UUID>", first)
 	}
 }

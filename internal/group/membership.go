@@ -33,7 +33,7 @@ func (c *Coordinator) handleHeartbeat(id RequestID, request *kmsg.HeartbeatReque
 	}
 	if response.ErrorCode == 0 {
 		member := group.members[request.MemberID]
-		member.heartbeatDeadlineMs = c.nowMs + int64(member.sessionTimeoutMs)
+		member.heartbeatDeadlineMs = c.at(c.nowMs + int64(member.sessionTimeoutMs))
 		if group.state == statePreparingRebalance {
 			response.ErrorCode = kerr.RebalanceInProgress.Code
 		}

@@ -57,7 +57,7 @@ func (c *Coordinator) handleOffsetCommit(id RequestID, request *kmsg.OffsetCommi
 		c.groups[request.Group] = group
 	}
 	if member, ok := group.members[request.MemberID]; ok && (group.state == stateStable || group.state == statePreparingRebalance) {
-		member.heartbeatDeadlineMs = c.nowMs + int64(member.sessionTimeoutMs)
+		member.heartbeatDeadlineMs = c.at(c.nowMs + int64(member.sessionTimeoutMs))
 	}
 	if len(records) == 0 {
 		c.answer(id, response)

@@ -136,3 +136,73 @@ func TestLoadInProgressAndUnload(t *testing.T) {
 		t.Errorf("heartbeat after Unload: %d", code)
 	}
 }
+
+// TestAppendReportsAreTakenInOrder: a commit reported committed before an
+// earlier append is held until the earlier one is reported, so the durable
+// view applies records in log order whatever order the reports come in.
+func TestAppendReportsAreTakenInOrder(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.autoCommit = false
+	first := h.send(commitRequest(8, "g", -1, "", "orders", map[int32]int64{0: 1}))
+	second := h.send(commitRequest(8, "g", -1, "", "orders", map[int32]int64{0: 2}))
+	ids := h.inFlight
+	h.coordinator.AppendDone(ids[1], 0)
+	h.drain()
+	if h.answered(second) {
+		t.Fatal("the second commit was answered before the first was reported")
+	}
+	h.coordinator.AppendDone(ids[0], 0)
+	h.drain()
+	if !h.answered(first) || !h.answered(second) {
+		t.Fatal("commits not answered once both were reported")
+	}
+	if got := h.coordinator.durable["g"].offsets[topicPartition{"orders", 0}].offset; got != 2 {
+		t.Fatalf("offset %d, want the later commit's 2", got)
+	}
+}
+
+// TestUncertainAppendErrorStopsTheCoordinator: a timeout leaves the record
+// in the log, to be committed or truncated; the request is answered
+// COORDINATOR_NOT_AVAILABLE and the coordinator stops serving until a new
+// one loads the log. A refusal before the append does not stop it.
+func TestUncertainAppendErrorStopsTheCoordinator(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.autoCommit = false
+	refused := h.send(commitRequest(8, "g", -1, "", "orders", map[int32]int64{0: 1}))
+	h.coordinator.AppendDone(h.inFlight[0], kerr.NotEnoughReplicas.Code)
+	h.inFlight = h.inFlight[1:]
+	h.drain()
+	if got := h.answer(refused).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; got != kerr.CoordinatorNotAvailable.Code || h.coordinator.Unloaded() {
+		t.Fatalf("refused append: error %d, unloaded %t", got, h.coordinator.Unloaded())
+	}
+	timedOut := h.send(commitRequest(8, "g", -1, "", "orders", map[int32]int64{0: 2}))
+	held := h.send(commitRequest(8, "g", -1, "", "orders", map[int32]int64{0: 3}))
+	h.coordinator.AppendDone(h.inFlight[0], kerr.RequestTimedOut.Code)
+	h.drain()
+	if got := h.answer(timedOut).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; got != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("timed-out append answered %d", got)
+	}
+	if got := h.answer(held).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; got != kerr.NotCoordinator.Code || !h.coordinator.Unloaded() {
+		t.Fatalf("the next commit: error %d, unloaded %t", got, h.coordinator.Unloaded())
+	}
+}
+
+// TestOffsetFetchAllTopics: from v2, no topics means every committed
+// offset of the group, sorted; from v8 per group.
+func TestOffsetFetchAllTopics(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.send(commitRequest(8, "g", -1, "", "orders", map[int32]int64{0: 4, 1: 5}))
+	h.send(commitRequest(8, "g", -1, "", "audit", map[int32]int64{0: 9}))
+	single := h.answer(h.send(&kmsg.OffsetFetchRequest{Version: 7, Group: "g"})).(*kmsg.OffsetFetchResponse)
+	if len(single.Topics) != 2 || single.Topics[0].Topic != "audit" || len(single.Topics[1].Partitions) != 2 || single.Topics[1].Partitions[1].Offset != 5 {
+		t.Fatalf("v7 all topics: %+v", single.Topics)
+	}
+	multiple := h.answer(h.send(&kmsg.OffsetFetchRequest{Version: 8, Groups: []kmsg.OffsetFetchRequestGroup{{Group: "g"}, {Group: "none"}}})).(*kmsg.OffsetFetchResponse)
+	if len(multiple.Groups) != 2 || len(multiple.Groups[0].Topics) != 2 || len(multiple.Groups[1].Topics) != 0 || multiple.Groups[1].ErrorCode != 0 {
+		t.Fatalf("v8 all topics: %+v", multiple.Groups)
+	}
+	old := h.answer(h.send(&kmsg.OffsetFetchRequest{Version: 1, Group: "g"})).(*kmsg.OffsetFetchResponse)
+	if len(old.Topics) != 0 {
+		t.Fatalf("v1 has no all-topics form, yet answered %+v", old.Topics)
+	}
+}

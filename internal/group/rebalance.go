@@ -33,11 +33,11 @@ func (c *Coordinator) prepareRebalance(group *group) {
 		delay := int64(c.config.InitialRebalanceDelayMs)
 		group.initialRebalance, group.newMemberAdded = true, false
 		group.initialRemainingMs = max(group.rebalanceTimeoutMs()-delay, 0)
-		group.joinDeadlineMs = c.nowMs + delay
+		group.joinDeadlineMs = c.at(c.nowMs + delay)
 		return
 	}
 	group.initialRebalance = false
-	group.joinDeadlineMs = c.nowMs + group.rebalanceTimeoutMs()
+	group.joinDeadlineMs = c.at(c.nowMs + group.rebalanceTimeoutMs())
 	c.maybeCompleteJoin(group)
 }
 
@@ -58,7 +58,7 @@ func (c *Coordinator) joinTimerFired(group *group) {
 		delay := min(int64(c.config.InitialRebalanceDelayMs), group.initialRemainingMs)
 		group.initialRemainingMs = max(group.initialRemainingMs-delay, 0)
 		group.newMemberAdded = false
-		group.joinDeadlineMs = c.nowMs + delay
+		group.joinDeadlineMs = c.at(c.nowMs + delay)
 		return
 	}
 	group.initialRebalance = false
@@ -77,7 +77,7 @@ func (c *Coordinator) completeJoin(group *group) {
 		}
 	}
 	if len(group.members) > 0 && group.awaitingJoinCount() == 0 {
-		group.joinDeadlineMs = c.nowMs + group.rebalanceTimeoutMs()
+		group.joinDeadlineMs = c.at(c.nowMs + group.rebalanceTimeoutMs())
 		return
 	}
 	if leader, ok := group.members[group.leader]; !ok || leader.join == nil {
@@ -105,10 +105,10 @@ func (c *Coordinator) completeJoin(group *group) {
 		}
 		c.answerJoin(member.join, c.joinResponse(group, id, true))
 		member.join, member.isNew = nil, false
-		member.heartbeatDeadlineMs = c.nowMs + int64(member.sessionTimeoutMs)
+		member.heartbeatDeadlineMs = c.at(c.nowMs + int64(member.sessionTimeoutMs))
 		group.pendingSync[id] = true
 	}
-	group.syncDeadlineMs = c.nowMs + group.rebalanceTimeoutMs()
+	group.syncDeadlineMs = c.at(c.nowMs + group.rebalanceTimeoutMs())
 	group.syncDeadlineGeneration = group.generation
 }
 
@@ -134,8 +134,8 @@ func (c *Coordinator) replaceStaticMember(group *group, old *member, join joinRe
 	old.join, old.sync = nil, nil
 	if group.state == stateStable && group.protocolAfter(replaced, join.protocols) == group.protocol {
 		replaced.protocols, replaced.sessionTimeoutMs, replaced.rebalanceTimeoutMs = join.protocols, join.sessionTimeoutMs, join.rebalanceTimeoutMs
-		replaced.heartbeatDeadlineMs = c.nowMs + int64(replaced.sessionTimeoutMs)
-		park := c.parkFor(join)
+		replaced.heartbeatDeadlineMs = c.at(c.nowMs + int64(replaced.sessionTimeoutMs))
+		park := &parked{request: join.id, version: join.version} // held by the append, bounded by MaxPendingAppends
 		generation := group.generation
 		c.write([]Record{groupMetadataRecord(group.id, group.metadataValue())}, func(errorCode int16) {
 			if errorCode != 0 {
@@ -242,7 +242,7 @@ func (g *group) tick(c *Coordinator) {
 			continue
 		}
 		if !member.isNew && (member.join != nil || member.sync != nil) {
-			member.heartbeatDeadlineMs = c.nowMs + int64(member.sessionTimeoutMs)
+			member.heartbeatDeadlineMs = c.at(c.nowMs + int64(member.sessionTimeoutMs))
 			continue
 		}
 		c.removeMember(g, member, kerr.UnknownMemberID.Code)

@@ -39,6 +39,12 @@ type pendingCommit struct {
 	seq     int
 }
 
+// pendingSync is a SyncGroup in flight.
+type pendingSync struct {
+	client     *replayClient
+	generation int32
+}
+
 // ackedOffset is the last commit answered OK for a partition, and the
 // sequence number of the request.
 type ackedOffset struct {
@@ -47,24 +53,35 @@ type ackedOffset struct {
 }
 
 type replayRun struct {
-	random   *rand.Rand
-	h        *harness
-	clients  []*replayClient
-	joins    map[RequestID]*replayClient
-	commits  map[RequestID]pendingCommit
-	acked    map[string]map[topicPartition]ackedOffset
-	lastSeen map[string]map[topicPartition]int // the last request seq that wrote each partition
-	seq      int
-	offset   int64
-	failure  string
+	random  *rand.Rand
+	h       *harness
+	clients []*replayClient
+	joins   map[RequestID]*replayClient
+	commits map[RequestID]pendingCommit
+	syncs   map[RequestID]pendingSync
+	// owners maps each assignment handed out, by group and generation,
+	// to the client that got it: no partition may have two owners in a
+	// generation.
+	owners     map[string]map[int32]map[string]*replayClient
+	syncCursor int
+	acked      map[string]map[topicPartition]ackedOffset
+	lastSeen   map[string]map[topicPartition]int // the last request seq that wrote each partition
+	seq        int
+	offset     int64
+	failure    string
 	// ackedOnly leaves out the comparison of live and replayed state, to
 	// show the check of acknowledged commits catches early answers alone.
 	ackedOnly bool
+	// ownersOnly keeps only the check of assignments' owners.
+	ownersOnly bool
+	// expiring runs with a short offsets retention: offsets expire
+	// unannounced, so an acknowledged commit may be gone.
+	expiring bool
 }
 
 func newReplayRun(t testing.TB, seed int64, config Config) *replayRun {
 	run := &replayRun{random: rand.New(rand.NewSource(seed)), h: newHarness(t, config), joins: map[RequestID]*replayClient{},
-		commits: map[RequestID]pendingCommit{}, acked: map[string]map[topicPartition]ackedOffset{}, lastSeen: map[string]map[topicPartition]int{}}
+		commits: map[RequestID]pendingCommit{}, syncs: map[RequestID]pendingSync{}, owners: map[string]map[int32]map[string]*replayClient{}, acked: map[string]map[topicPartition]ackedOffset{}, lastSeen: map[string]map[topicPartition]int{}}
 	run.h.autoCommit = false
 	for i := 0; i < 5; i++ {
 		client := &replayClient{group: fmt.Sprintf("g%d", i%2)}
@@ -132,7 +149,55 @@ func (r *replayRun) sync(client *replayClient) {
 	for i, member := range client.members {
 		assignments[member] = fmt.Sprintf("partition-%d", i)
 	}
-	r.h.send(syncRequestFor(client.group, client.memberID, client.generation, assignments))
+	request := syncRequestFor(client.group, client.memberID, client.generation, assignments)
+	if client.instanceID != "" {
+		request.InstanceID = stringPointer(client.instanceID)
+	}
+	r.syncs[r.h.send(request)] = pendingSync{client: client, generation: client.generation}
+}
+
+// collectSyncs checks, in the order answers came out, that no assignment
+// handed out in a generation went to two clients (a static member replaced
+// under a new member id is the same client). A group deleted starts its
+// generations again.
+func (r *replayRun) collectSyncs() {
+	for _, group := range sortedKeys(r.owners) {
+		if _, live := r.h.coordinator.groups[group]; !live {
+			delete(r.owners, group) // deleted, by a request or by expiry
+		}
+	}
+	for ; r.syncCursor < len(r.h.answerOrder); r.syncCursor++ {
+		id := r.h.answerOrder[r.syncCursor]
+		if deleted, ok := r.h.answers[id].(*kmsg.DeleteGroupsResponse); ok {
+			for _, group := range deleted.Groups {
+				if group.ErrorCode == 0 {
+					delete(r.owners, group.Group)
+				}
+			}
+		}
+		sync, ok := r.syncs[id]
+		if !ok {
+			continue
+		}
+		delete(r.syncs, id)
+		response := r.h.answers[id].(*kmsg.SyncGroupResponse)
+		assignment := string(response.MemberAssignment)
+		if response.ErrorCode != 0 || assignment == "" {
+			continue
+		}
+		byGeneration := r.owners[sync.client.group]
+		if byGeneration == nil {
+			byGeneration = map[int32]map[string]*replayClient{}
+			r.owners[sync.client.group] = byGeneration
+		}
+		if byGeneration[sync.generation] == nil {
+			byGeneration[sync.generation] = map[string]*replayClient{}
+		}
+		if owner, ok := byGeneration[sync.generation][assignment]; ok && owner != sync.client && r.failure == "" {
+			r.failure = fmt.Sprintf("%s generation %d: %s handed to two members", sync.client.group, sync.generation, assignment)
+		}
+		byGeneration[sync.generation][assignment] = sync.client
+	}
 }
 
 func (r *replayRun) heartbeat(client *replayClient) {
@@ -152,7 +217,7 @@ func (r *replayRun) commit(group string, generation int32, memberID string) {
 	for _, topic := range []string{"t", "u"} {
 		entry := kmsg.OffsetCommitRequestTopic{Topic: topic}
 		for partition := int32(0); partition < 2; partition++ {
-			if r.random.Intn(2) == 0 {
+			if r.h.coordinator.Unloaded() || r.random.Intn(2) == 0 {
 				continue
 			}
 			r.offset++
@@ -211,11 +276,11 @@ func (r *replayRun) leadershipChange() {
 	loaded := describeDurable(r.h.replay(!r.h.config.Rules.On(rules.LoadCommittedOnly)))
 	r.h.failAll(kerr.NotLeaderForPartition.Code)
 	r.collectAnswers()
-	if kept := describeDurable(r.h.replay(false)); loaded != kept && r.failure == "" && !r.ackedOnly {
+	if kept := describeDurable(r.h.replay(false)); loaded != kept && r.failure == "" && !r.ackedOnly && !r.ownersOnly {
 		r.failure = fmt.Sprintf("a new coordinator loaded\n%s\nbut the log keeps\n%s", loaded, kept)
 	}
 	r.checkReplay("after a leadership change")
-	if r.random.Intn(2) == 0 {
+	if r.h.coordinator.Unloaded() || r.random.Intn(2) == 0 {
 		// The leadership moves: the old coordinator answers what it held
 		// NOT_COORDINATOR, and a new one loads the log and serves on.
 		r.h.failover()
@@ -223,9 +288,10 @@ func (r *replayRun) leadershipChange() {
 	}
 }
 
-// collectAnswers updates the clients from join answers and records the
-// commits answered OK.
+// collectAnswers updates the clients from join answers, records the
+// commits answered OK and checks the assignments handed out.
 func (r *replayRun) collectAnswers() {
+	r.collectSyncs()
 	for id, client := range r.joins {
 		response, ok := r.h.answers[id]
 		if !ok {
@@ -272,7 +338,7 @@ func (r *replayRun) collectAnswers() {
 // checkReplay compares the live durable view with a replay of the
 // committed log, and checks every acknowledged commit is in the replay.
 func (r *replayRun) checkReplay(when string) {
-	if r.failure != "" {
+	if r.failure != "" || r.ownersOnly {
 		return
 	}
 	replayed := r.h.replay(false)
@@ -283,7 +349,7 @@ func (r *replayRun) checkReplay(when string) {
 	}
 	for _, group := range sortedKeys(r.acked) {
 		for partition, acked := range r.acked[group] {
-			if r.lastSeen[group][partition] != acked.seq {
+			if r.lastSeen[group][partition] != acked.seq || r.expiring {
 				continue
 			}
 			var got committedOffset
@@ -308,6 +374,9 @@ func runReplayProperty(t testing.TB, seed int64, steps int, config Config) strin
 func (run *replayRun) run(steps int) string {
 	for i := 0; i < steps && run.failure == ""; i++ {
 		run.step()
+		if err := run.h.coordinator.CheckInvariants(); err != nil && run.failure == "" {
+			run.failure = fmt.Sprintf("step %d: %v", i, err)
+		}
 	}
 	run.h.commitAll()
 	run.collectAnswers()
@@ -318,7 +387,7 @@ func (run *replayRun) run(steps int) string {
 		run.h.advance(int64(run.h.config.NewMemberJoinTimeoutMs))
 		run.h.commitAll()
 	}
-	for id := RequestID(1); id <= run.h.nextRequest && run.failure == ""; id++ {
+	for id := RequestID(1); id <= run.h.nextRequest && run.failure == "" && !run.ownersOnly; id++ {
 		if !run.h.answered(id) {
 			run.failure = fmt.Sprintf("request %d was never answered", id)
 		}
@@ -338,6 +407,21 @@ func TestReplayProperty(t *testing.T) {
 	}
 	for seed := int64(1); seed <= int64(seeds); seed++ {
 		if failure := runReplayProperty(t, seed, steps, DefaultConfig()); failure != "" {
+			t.Fatalf("seed %d: %s", seed, failure)
+		}
+	}
+}
+
+// TestReplayPropertyWithExpiry runs the property with offsets retained for
+// 30 s and checked every second, so expiry's tombstones (and the deletion
+// of groups left with nothing) interleave with everything else.
+func TestReplayPropertyWithExpiry(t *testing.T) {
+	config := DefaultConfig()
+	config.OffsetsRetentionMs, config.OffsetsRetentionCheckIntervalMs = 30000, 1000
+	for seed := int64(1); seed <= 100; seed++ {
+		run := newReplayRun(t, seed, config)
+		run.expiring = true
+		if failure := run.run(400); failure != "" {
 			t.Fatalf("seed %d: %s", seed, failure)
 		}
 	}
@@ -382,4 +466,25 @@ func TestAcknowledgedCommitCheckCatchesEarlyAnswers(t *testing.T) {
 		}
 	}
 	t.Fatal("no seed lost an acknowledged commit with answer-after-commit off")
+}
+
+// TestTwoOwnersCheckCatchesEarlyAssignments: with answer-after-commit off,
+// a SyncGroup's assignment goes out before it is committed; a leadership
+// change loses it, the new coordinator runs the same generation again, and
+// the check of owners finds one assignment handed to two members.
+func TestTwoOwnersCheckCatchesEarlyAssignments(t *testing.T) {
+	config := DefaultConfig()
+	config.Rules = config.Rules.Without(rules.AnswerAfterCommit)
+	for seed := int64(1); seed <= 300; seed++ {
+		run := newReplayRun(t, seed, config)
+		run.ownersOnly = true
+		if failure := run.run(400); failure != "" {
+			if !strings.Contains(failure, "handed to two members") {
+				t.Fatalf("seed %d: %s", seed, failure)
+			}
+			t.Logf("seed %d: %s", seed, failure)
+			return
+		}
+	}
+	t.Fatal("no seed handed an assignment to two members with answer-after-commit off")
 }

@@ -46,7 +46,7 @@ func (c *Coordinator) handleSyncGroup(id RequestID, request *kmsg.SyncGroupReque
 	}
 	member := group.members[request.MemberID]
 	delete(group.pendingSync, member.id)
-	member.heartbeatDeadlineMs = c.nowMs + int64(member.sessionTimeoutMs)
+	member.heartbeatDeadlineMs = c.at(c.nowMs + int64(member.sessionTimeoutMs))
 	if group.state == stateStable {
 		c.answerSync(park, 0, group, member.assignment)
 		return
@@ -101,7 +101,7 @@ func (c *Coordinator) persistAssignment(group *group, assignments []kmsg.SyncGro
 			if member.sync != nil {
 				c.answerSync(member.sync, 0, group, member.assignment)
 				member.sync = nil
-				member.heartbeatDeadlineMs = c.nowMs + int64(member.sessionTimeoutMs)
+				member.heartbeatDeadlineMs = c.at(c.nowMs + int64(member.sessionTimeoutMs))
 			}
 		}
 	})
