@@ -171,19 +171,29 @@ func (fe *FrontEnd) followOffsetsLeadership(node *broker.Node) {
 	for _, state := range topic.Partitions {
 		epoch, ok := leading[state.Partition]
 		if _, hosted := fe.groups.coordinators[state.Partition]; ok && !hosted {
-			fe.groups.coordinators[state.Partition] = &hostedCoordinator{partition: state.Partition, leaderEpoch: epoch,
-				coordinator: group.NewCoordinator(fe.groupConfig(), state.Partition), loading: true, loadEnd: -1}
+			fe.groups.coordinators[state.Partition] = fe.newHostedCoordinator(state.Partition, epoch)
 		}
 	}
+}
+
+// newHostedCoordinator is a loading coordinator of partition for this
+// broker's leadership in epoch.
+func (fe *FrontEnd) newHostedCoordinator(partition int32, epoch record.LeaderEpoch) *hostedCoordinator {
+	coordinator := group.NewCoordinator(fe.groupConfig(), partition)
+	// Member ids mix in the leadership: two coordinators of the partition
+	// that load the same log in the same millisecond must not issue the
+	// same ids.
+	coordinator.SetLeadership(uint64(fe.config.ID)<<32 | uint64(uint32(epoch)))
+	return &hostedCoordinator{partition: partition, leaderEpoch: epoch, coordinator: coordinator, loading: true, loadEnd: -1}
 }
 
 // unload ends a coordinator whose leadership is gone: what it holds is
 // answered NOT_COORDINATOR, and its appends' answers, when they come, are
 // dropped.
 func (fe *FrontEnd) unload(hosted *hostedCoordinator) {
+	delete(fe.groups.coordinators, hosted.partition)
 	hosted.coordinator.Unload()
 	fe.carryOut(hosted)
-	delete(fe.groups.coordinators, hosted.partition)
 }
 
 // load replays at most budget bytes of the partition's committed records
@@ -285,6 +295,20 @@ func (fe *FrontEnd) carryOut(hosted *hostedCoordinator) {
 		delete(fe.groups.waiting, answer.Request)
 		done(answer.Response, 0)
 	}
+	fe.replaceIfStopped(hosted)
+}
+
+// replaceIfStopped replaces a coordinator that stopped serving by itself
+// (an append whose fate only the log can tell: Unloaded) with a new one
+// for the same leadership, which loads the log once its high watermark has
+// reached its end, so that the failed append's records are in its state
+// exactly if they are committed. A coordinator this broker unloaded, or
+// one already replaced, is left alone.
+func (fe *FrontEnd) replaceIfStopped(hosted *hostedCoordinator) {
+	if !hosted.coordinator.Unloaded() || fe.groups.coordinators[hosted.partition] != hosted {
+		return
+	}
+	fe.groups.coordinators[hosted.partition] = fe.newHostedCoordinator(hosted.partition, hosted.leaderEpoch)
 }
 
 // appendRecords writes one Append as one batch with acks=all through the
@@ -297,13 +321,8 @@ func (fe *FrontEnd) appendRecords(hosted *hostedCoordinator, write group.Append)
 		hosted.coordinator.AppendDone(write.ID, 0)
 		return
 	}
-	records := make([]record.Record, len(write.Records))
-	for i, r := range write.Records {
-		records[i] = record.Record{Key: r.Key, Value: r.Value}
-	}
 	now := fe.nowMs()
-	batch := record.Build(record.BuildOptions{LeaderEpoch: record.NoLeaderEpoch, BaseTimestampMs: now, Records: records})
-	request := replica.ProduceRequest{ID: uint64(write.ID), Batches: batch, Acks: replica.AcksAll,
+	request := replica.ProduceRequest{ID: uint64(write.ID), Batches: offsetsBatch(write.Records, now), Acks: replica.AcksAll,
 		TimeoutTicks: fe.ticksFor(offsetsCommitTimeoutMs), AppendTimeMs: now}
 	hosted.appends++
 	(*backend)(fe).Produce(offsetsPartition(hosted.partition), request, func(answer replica.ProduceAnswer) {
@@ -314,6 +333,16 @@ func (fe *FrontEnd) appendRecords(hosted *hostedCoordinator, write group.Append)
 		hosted.coordinator.AppendDone(write.ID, answer.ErrorCode)
 		fe.carryOut(hosted)
 	})
+}
+
+// offsetsBatch is one uncompressed batch of a coordinator's records,
+// stamped nowMs, as a producer without idempotence writes it.
+func offsetsBatch(records []group.Record, nowMs int64) []byte {
+	built := make([]record.Record, len(records))
+	for i, r := range records {
+		built[i] = record.Record{Key: r.Key, Value: r.Value}
+	}
+	return record.Build(record.BuildOptions{LeaderEpoch: record.NoLeaderEpoch, BaseTimestampMs: nowMs, Records: built})
 }
 
 // ticksFor converts milliseconds to ticks of the wire's clock, rounding up.
