@@ -65,6 +65,15 @@ type groupHost struct {
 	// creating is set while this broker has asked the controller for
 	// __consumer_offsets and has no answer yet.
 	creating bool
+	// followedNode and followedOffset are the node and metadata offset
+	// the coordinators were last matched against (followOffsetsLeadership),
+	// and partitionCount __consumer_offsets' partitions then: leadership
+	// changes only with the metadata, so a tick with neither changed need
+	// not look again (every sweepEveryTicks it looks all the same, for a
+	// replica that took its role late).
+	followedNode   *broker.Node
+	followedOffset int64
+	partitionCount int
 	// loadSkipped counts records a coordinator could not load (not in a
 	// format it reads); they are skipped, as Kafka skips unknown records.
 	loadSkipped int64
@@ -110,7 +119,10 @@ func (fe *FrontEnd) tickGroups() {
 	if node == nil {
 		return
 	}
-	fe.followOffsetsLeadership(node)
+	if node != fe.groups.followedNode || node.MetadataOffset() != fe.groups.followedOffset || fe.now%sweepEveryTicks == 0 {
+		fe.followOffsetsLeadership(node)
+		fe.groups.followedNode, fe.groups.followedOffset = node, node.MetadataOffset()
+	}
 	budget := int64(GroupLoadBytesPerTick)
 	for _, hosted := range fe.hostedCoordinators() {
 		if hosted.loading {
@@ -125,7 +137,7 @@ func (fe *FrontEnd) tickGroups() {
 // hostedCoordinators lists the coordinators in partition order.
 func (fe *FrontEnd) hostedCoordinators() []*hostedCoordinator {
 	hosted := make([]*hostedCoordinator, 0, len(fe.groups.coordinators))
-	for partition := range int32(fe.offsetsPartitionCount()) {
+	for partition := range int32(fe.groups.partitionCount) {
 		if c, ok := fe.groups.coordinators[partition]; ok {
 			hosted = append(hosted, c)
 		}
@@ -155,6 +167,7 @@ func (fe *FrontEnd) offsetsPartitionCount() int {
 // it no longer leads in theirs.
 func (fe *FrontEnd) followOffsetsLeadership(node *broker.Node) {
 	topic, _ := node.Image().Topic(wire.OffsetsTopic)
+	fe.groups.partitionCount = len(topic.Partitions)
 	leading := map[int32]record.LeaderEpoch{}
 	for _, state := range topic.Partitions {
 		r, _, ok := node.Replica(state.TopicPartition)

@@ -134,6 +134,13 @@ func (w *groupHostWorld) call(groupID string, request kmsg.Request) (kmsg.Respon
 	return response, code
 }
 
+// forget drops the coordinator of partition, as when the broker lost the
+// leadership, and makes the next tick match coordinators to leaderships.
+func (w *groupHostWorld) forget(partition int32) {
+	delete(w.fe.groups.coordinators, partition)
+	w.fe.groups.followedNode = nil
+}
+
 func simpleCommit(groupID string, offset int64) *kmsg.OffsetCommitRequest {
 	request := kmsg.NewPtrOffsetCommitRequest()
 	request.Version, request.Group, request.Generation = 8, groupID, -1
@@ -175,7 +182,7 @@ func TestGroupHostCommitsAndLoads(t *testing.T) {
 		response.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("commit: code %d, %+v", code, response)
 	}
-	delete(w.fe.groups.coordinators, partition) // as if the leadership went and came back
+	w.forget(partition) // as if the leadership went and came back
 	if _, code := w.fetchOffset("app"); code != kerr.NotCoordinator.Code {
 		t.Fatalf("without a coordinator: code %d, want NOT_COORDINATOR", code)
 	}
@@ -199,7 +206,7 @@ func TestGroupHostLoadsCommittedOnly(t *testing.T) {
 		}
 		w := newGroupHostWorld(t, groupRules)
 		partition := w.serving("app")
-		delete(w.fe.groups.coordinators, partition)
+		w.forget(partition)
 		w.sync = false
 		w.appendUncommitted(partition, simpleCommit("app", 7))
 		w.step()
