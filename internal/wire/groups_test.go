@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tidelog/tide/internal/group"
 )
 
 // FindCoordinator answers this broker's endpoint for a group once
@@ -325,5 +327,84 @@ func TestOffsetsTopicIsInternal(t *testing.T) {
 	}
 	if _, ok := backend.Topic(OffsetsTopic); !ok {
 		t.Fatal("the offsets topic was deleted")
+	}
+}
+
+// coordinatorServe serves the fake's group requests with real coordinators
+// (internal/group), one per partition, loaded empty; their appends are
+// reported committed at once. A request the coordinator holds (a JoinGroup
+// waiting for the rebalance) gets no response: nil.
+func coordinatorServe() func(int32, kmsg.Request) kmsg.Response {
+	coordinators := map[int32]*group.Coordinator{}
+	next := group.RequestID(0)
+	return func(partition int32, request kmsg.Request) kmsg.Response {
+		coordinator, ok := coordinators[partition]
+		if !ok {
+			config := group.DefaultConfig()
+			config.InitialRebalanceDelayMs = 0
+			coordinator = group.NewCoordinator(config, partition)
+			coordinator.FinishLoad(0)
+			coordinators[partition] = coordinator
+		}
+		next++
+		coordinator.Handle(0, next, request)
+		var response kmsg.Response
+		for {
+			ready := coordinator.Ready()
+			for _, answer := range ready.Answers {
+				if answer.Request == next {
+					response = answer.Response
+				}
+			}
+			if len(ready.Appends) == 0 {
+				return response
+			}
+			for _, append := range ready.Appends {
+				coordinator.AppendDone(append.ID, 0)
+			}
+		}
+	}
+}
+
+// An OffsetCommit and the OffsetFetch after it, through wire and a real
+// coordinator: the offset committed is the offset fetched, at the oldest
+// and newest versions.
+func TestOffsetsThroughCoordinator(t *testing.T) {
+	backend := newFakeBackend()
+	backend.addTopic("orders", 2, 0)
+	backend.groupPartitions, backend.groupServe = 3, coordinatorServe()
+	h := newTestHandler(t, backend)
+	for _, version := range []int16{2, 9} {
+		commit := kmsg.NewPtrOffsetCommitRequest()
+		commit.Version, commit.Group, commit.Generation = version, "app", -1
+		topic := kmsg.NewOffsetCommitRequestTopic()
+		topic.Topic = "orders"
+		partition := kmsg.NewOffsetCommitRequestTopicPartition()
+		partition.Partition, partition.Offset = 1, int64(100+version)
+		topic.Partitions = append(topic.Partitions, partition)
+		commit.Topics = append(commit.Topics, topic)
+		if code := roundTrip(t, h, commit).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("v%d commit: code %d", version, code)
+		}
+		fetch := kmsg.NewPtrOffsetFetchRequest()
+		fetch.Version = version
+		wanted := kmsg.NewOffsetFetchRequestTopic()
+		wanted.Topic, wanted.Partitions = "orders", []int32{1}
+		fetch.Group, fetch.Topics = "app", []kmsg.OffsetFetchRequestTopic{wanted}
+		if version >= 8 {
+			group := kmsg.NewOffsetFetchRequestGroup()
+			group.Group, group.Topics = "app", []kmsg.OffsetFetchRequestGroupTopic{{Topic: "orders", Partitions: []int32{1}}}
+			fetch.Group, fetch.Topics, fetch.Groups = "", nil, []kmsg.OffsetFetchRequestGroup{group}
+		}
+		fetched := roundTrip(t, h, fetch).(*kmsg.OffsetFetchResponse)
+		offset := int64(-1)
+		if version >= 8 && len(fetched.Groups) == 1 && len(fetched.Groups[0].Topics) == 1 {
+			offset = fetched.Groups[0].Topics[0].Partitions[0].Offset
+		} else if version < 8 && len(fetched.Topics) == 1 {
+			offset = fetched.Topics[0].Partitions[0].Offset
+		}
+		if offset != int64(100+version) {
+			t.Fatalf("v%d: fetched %d, committed %d: %+v", version, offset, 100+version, fetched)
+		}
 	}
 }
