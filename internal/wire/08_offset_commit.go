@@ -62,39 +62,46 @@ func (h *Handler) handleOffsetCommit(x *exchange) error {
 		return nil
 	}
 	h.backend.Group(request.Group, x.header.ClientID, &forward, func(answer kmsg.Response, code int16) {
-		committed, _ := answer.(*kmsg.OffsetCommitResponse)
-		if code == 0 && committed == nil {
-			code = kerr.UnknownServerError.Code
-		}
-		codes := map[topicPartitionKey]int16{}
-		if code == 0 {
-			for _, topic := range committed.Topics {
-				for _, partition := range topic.Partitions {
-					codes[topicPartitionKey{topic.Topic, partition.Partition}] = partition.ErrorCode
-				}
-			}
-		}
-		for i := range response.Topics {
-			topic := &response.Topics[i]
-			for j := range topic.Partitions {
-				partition := &topic.Partitions[j]
-				if partition.ErrorCode != 0 {
-					continue // not forwarded
-				}
-				got, ok := codes[topicPartitionKey{topic.Topic, partition.Partition}]
-				switch {
-				case code != 0:
-					partition.ErrorCode = code
-				case !ok:
-					partition.ErrorCode = kerr.UnknownServerError.Code
-				default:
-					partition.ErrorCode = got
-				}
-			}
-		}
+		mergeCommitCodes(response, answer, code)
 		x.respond(response)
 	})
 	return nil
+}
+
+// mergeCommitCodes fills in the codes of the partitions handed to the
+// coordinator (those still 0 in response) from its answer, or code when it
+// gave none; a partition its answer leaves out is UNKNOWN_SERVER_ERROR.
+func mergeCommitCodes(response *kmsg.OffsetCommitResponse, answer kmsg.Response, code int16) {
+	committed, _ := answer.(*kmsg.OffsetCommitResponse)
+	if code == 0 && committed == nil {
+		code = kerr.UnknownServerError.Code
+	}
+	codes := map[topicPartitionKey]int16{}
+	if code == 0 {
+		for _, topic := range committed.Topics {
+			for _, partition := range topic.Partitions {
+				codes[topicPartitionKey{topic.Topic, partition.Partition}] = partition.ErrorCode
+			}
+		}
+	}
+	for i := range response.Topics {
+		topic := &response.Topics[i]
+		for j := range topic.Partitions {
+			partition := &topic.Partitions[j]
+			if partition.ErrorCode != 0 {
+				continue // not forwarded
+			}
+			got, ok := codes[topicPartitionKey{topic.Topic, partition.Partition}]
+			switch {
+			case code != 0:
+				partition.ErrorCode = code
+			case !ok:
+				partition.ErrorCode = kerr.UnknownServerError.Code
+			default:
+				partition.ErrorCode = got
+			}
+		}
+	}
 }
 
 // topicPartitionKey names a partition in a response being merged.
