@@ -12,7 +12,8 @@ import (
 	"github.com/tidelog/tide/internal/rules"
 )
 
-// The replay property: over random sequences of group requests, timer
+// The replay property: over random sequences of group requests (JoinGroup
+// v0-v9, LeaveGroup v1 and v4, OffsetFetch v7 and v8), timer
 // ticks, appends committed and appends failed (a leadership change that
 // truncates what was not committed), the durable state the coordinator
 // answers from always equals the state a fresh coordinator Loads from the
@@ -104,14 +105,22 @@ func (r *replayRun) step() {
 	case action < 35:
 		r.heartbeat(client)
 	case action < 38:
-		r.h.send(&kmsg.LeaveGroupRequest{Version: 4, Group: client.group, Members: []kmsg.LeaveGroupRequestMember{{MemberID: client.memberID}}})
+		if r.random.Intn(2) == 0 {
+			r.h.send(&kmsg.LeaveGroupRequest{Version: 1, Group: client.group, MemberID: client.memberID})
+		} else {
+			r.h.send(&kmsg.LeaveGroupRequest{Version: 4, Group: client.group, Members: []kmsg.LeaveGroupRequestMember{{MemberID: client.memberID}}})
+		}
 		client.memberID, client.generation = "", 0
 	case action < 55:
 		r.commit(client.group, client.generation, client.memberID)
 	case action < 62:
 		r.commit("simple", -1, "")
 	case action < 66:
-		r.h.send(&kmsg.OffsetFetchRequest{Version: 7, Group: client.group, RequireStable: r.random.Intn(2) == 0})
+		if r.random.Intn(2) == 0 {
+			r.h.send(&kmsg.OffsetFetchRequest{Version: 7, Group: client.group, RequireStable: r.random.Intn(2) == 0})
+		} else {
+			r.h.send(&kmsg.OffsetFetchRequest{Version: 8, Groups: []kmsg.OffsetFetchRequestGroup{{Group: client.group}, {Group: "simple"}}, RequireStable: true})
+		}
 	case action < 68:
 		r.deleteGroup(client.group)
 	case action < 70:
@@ -132,7 +141,7 @@ func (r *replayRun) join(client *replayClient) {
 	if client.joining {
 		return
 	}
-	request := joinRequestFor(int16(3+r.random.Intn(7)), client.group, client.memberID)
+	request := joinRequestFor(int16(r.random.Intn(10)), client.group, client.memberID)
 	if client.instanceID != "" {
 		request.Version = 9
 		request.InstanceID = stringPointer(client.instanceID)
