@@ -207,6 +207,13 @@ func (fe *FrontEnd) HandleKafka(request []byte, done func(wire.Response, error))
 	fe.handler.HandleSpliced(request, done)
 }
 
+// HandleKafkaFrom is HandleKafka for a request from clientHost, the
+// client's address as Kafka shows it ("/127.0.0.1"), which the group
+// coordinators keep with a member (DescribeGroups).
+func (fe *FrontEnd) HandleKafkaFrom(clientHost string, request []byte, done func(wire.Response, error)) {
+	fe.handler.HandleSplicedFrom(clientHost, request, done)
+}
+
 // HandleControllerAnswer takes an answer from a controller: to a forwarded
 // request, or to the lifecycle's. An error means the metadata it carried
 // does not apply: the broker must stop.

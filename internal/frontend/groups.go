@@ -379,7 +379,7 @@ func sortedPartitionKeys[V any](values map[int32]V) []int32 {
 
 // handleGroup hands one request to the coordinator of partition; done gets
 // its answer, or NOT_COORDINATOR when this broker hosts none there.
-func (fe *FrontEnd) handleGroup(partition int32, clientID string, request kmsg.Request, done func(kmsg.Response, int16)) {
+func (fe *FrontEnd) handleGroup(partition int32, client wire.GroupClient, request kmsg.Request, done func(kmsg.Response, int16)) {
 	hosted, ok := fe.groups.coordinators[partition]
 	if !ok {
 		done(nil, kerr.NotCoordinator.Code)
@@ -388,6 +388,6 @@ func (fe *FrontEnd) handleGroup(partition int32, clientID string, request kmsg.R
 	fe.groups.nextRequest++
 	id := fe.groups.nextRequest
 	fe.groups.waiting[id] = done
-	hosted.coordinator.HandleFrom(fe.nowMs(), id, group.Client{ID: clientID}, request)
+	hosted.coordinator.HandleFrom(fe.nowMs(), id, group.Client{ID: client.ID, Host: client.Host}, request)
 	fe.carryOut(hosted)
 }

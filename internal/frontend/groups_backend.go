@@ -46,13 +46,13 @@ func (b *backend) GroupPartition(groupID string) int32 {
 
 // Group hands the request to the coordinator of the group's partition, if
 // this broker hosts it; otherwise NOT_COORDINATOR.
-func (b *backend) Group(groupID, clientID string, request kmsg.Request, done func(kmsg.Response, int16)) {
+func (b *backend) Group(groupID string, client wire.GroupClient, request kmsg.Request, done func(kmsg.Response, int16)) {
 	partition := b.GroupPartition(groupID)
 	if partition == wire.NoGroupPartition {
 		done(nil, kerr.NotCoordinator.Code)
 		return
 	}
-	b.frontEnd().handleGroup(partition, clientID, request, done)
+	b.frontEnd().handleGroup(partition, client, request, done)
 }
 
 // ListGroups asks every hosted coordinator, in partition order.
@@ -67,7 +67,7 @@ func (b *backend) ListGroups(request *kmsg.ListGroupsRequest, done func([]*kmsg.
 		}
 	}
 	for i, coordinator := range hosted {
-		fe.handleGroup(coordinator.partition, "", request, func(response kmsg.Response, code int16) {
+		fe.handleGroup(coordinator.partition, wire.GroupClient{}, request, func(response kmsg.Response, code int16) {
 			listed, ok := response.(*kmsg.ListGroupsResponse)
 			if !ok {
 				listed = request.ResponseKind().(*kmsg.ListGroupsResponse)

@@ -129,7 +129,7 @@ func (w *groupHostWorld) call(groupID string, request kmsg.Request) (kmsg.Respon
 	w.t.Helper()
 	var response kmsg.Response
 	code, answered := int16(0), false
-	(*backend)(w.fe).Group(groupID, "test", request, func(r kmsg.Response, c int16) { response, code, answered = r, c, true })
+	(*backend)(w.fe).Group(groupID, wire.GroupClient{ID: "test"}, request, func(r kmsg.Response, c int16) { response, code, answered = r, c, true })
 	w.stepUntil("an answer", func() bool { return answered })
 	return response, code
 }

@@ -215,6 +215,7 @@ func TestGroupConsumerCommitsAndResumes(t *testing.T) {
 				t.Fatalf("%s: partition %d resumed at %d, committed %d (%d records)", what, partition, starts[partition], offset, count)
 			}
 		}
+		checkDescribedMember(ctx, t, c.seeds(), "app")
 	}
 	resumeAt("second consumer")
 	if got := fetchCommitted(ctx, t, c.seeds(), "app", "orders"); !equalOffsets(got, chosen) {
@@ -243,4 +244,27 @@ func equalOffsets(got, want map[int32]int64) bool {
 		}
 	}
 	return true
+}
+
+// checkDescribedMember asks the group's coordinator to describe it: Stable,
+// one member, whose client host is the loopback address it connected from
+// and whose assignment is not empty.
+func checkDescribedMember(ctx context.Context, t *testing.T, seeds []string, group string) {
+	t.Helper()
+	client, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	request := kmsg.NewPtrDescribeGroupsRequest()
+	request.Groups = []string{group}
+	response, err := request.RequestWith(ctx, client)
+	if err != nil {
+		t.Fatalf("DescribeGroups: %v", err)
+	}
+	described := response.Groups[0]
+	if described.ErrorCode != 0 || described.State != "Stable" || len(described.Members) != 1 ||
+		described.Members[0].ClientHost != "/127.0.0.1" || len(described.Members[0].MemberAssignment) == 0 {
+		t.Fatalf("DescribeGroups: %+v", described)
+	}
 }

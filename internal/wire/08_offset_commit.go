@@ -61,7 +61,7 @@ func (h *Handler) handleOffsetCommit(x *exchange) error {
 		x.respond(response)
 		return nil
 	}
-	h.backend.Group(request.Group, x.header.ClientID, &forward, func(answer kmsg.Response, code int16) {
+	h.backend.Group(request.Group, x.groupClient(), &forward, func(answer kmsg.Response, code int16) {
 		mergeCommitCodes(response, answer, code)
 		x.respond(response)
 	})

@@ -110,15 +110,22 @@ type Backend interface {
 	// LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, DeleteGroups,
 	// OffsetDelete) at the coordinator of groupID; every group the request
 	// names has the same coordinator. request is at the client's version;
-	// clientID is the request header's, which member ids start with.
+	// client is who sent it, which members keep (member ids start with
+	// its client id).
 	// done gets the coordinator's response, or a code when no coordinator
 	// could answer (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...),
 	// which the Handler turns into the request's error response.
-	Group(groupID, clientID string, request kmsg.Request, done func(response kmsg.Response, code int16))
+	Group(groupID string, client GroupClient, request kmsg.Request, done func(response kmsg.Response, code int16))
 	// ListGroups asks every group coordinator this broker hosts and gives
 	// their answers, in partition order; a coordinator that cannot answer
 	// gives a response carrying only its code.
 	ListGroups(request *kmsg.ListGroupsRequest, done func([]*kmsg.ListGroupsResponse))
+}
+
+// GroupClient is who sent a group request: the client.id of its header,
+// and its address as Kafka shows it ("/127.0.0.1"), or "" when unknown.
+type GroupClient struct {
+	ID, Host string
 }
 
 // TopicRef names a topic by Name, or by ID with an empty Name (KIP-516).

@@ -63,7 +63,7 @@ func (emptyBroker) AlterConfigs(_ controller.AlterConfigsRequest, _ bool, done f
 }
 func (emptyBroker) GroupCoordinator(string) (metadata.BrokerID, int16) { return metadata.NoBroker, 15 }
 func (emptyBroker) GroupPartition(string) int32                        { return wire.NoGroupPartition }
-func (emptyBroker) Group(_, _ string, _ kmsg.Request, done func(kmsg.Response, int16)) {
+func (emptyBroker) Group(_ string, _ wire.GroupClient, _ kmsg.Request, done func(kmsg.Response, int16)) {
 	done(nil, 15)
 }
 func (emptyBroker) ListGroups(_ *kmsg.ListGroupsRequest, done func([]*kmsg.ListGroupsResponse)) {

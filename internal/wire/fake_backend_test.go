@@ -588,7 +588,7 @@ func (b *fakeBackend) GroupPartition(groupID string) int32 {
 	return int32(len(groupID)) % b.groupPartitions
 }
 
-func (b *fakeBackend) Group(groupID, _ string, request kmsg.Request, done func(kmsg.Response, int16)) {
+func (b *fakeBackend) Group(groupID string, _ GroupClient, request kmsg.Request, done func(kmsg.Response, int16)) {
 	partition := b.GroupPartition(groupID)
 	if code := b.groupCodes[partition]; code != 0 || partition == NoGroupPartition || b.groupServe == nil {
 		done(nil, orNotCoordinator(code))

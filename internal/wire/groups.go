@@ -28,7 +28,7 @@ const NoGroupPartition int32 = -1
 // Backend gives a code instead (NOT_COORDINATOR,
 // COORDINATOR_LOAD_IN_PROGRESS, ...), with failed(code).
 func (h *Handler) serveGroup(x *exchange, groupID string, failed func(code int16) kmsg.Response) {
-	h.backend.Group(groupID, x.header.ClientID, x.request, func(response kmsg.Response, code int16) {
+	h.backend.Group(groupID, x.groupClient(), x.request, func(response kmsg.Response, code int16) {
 		if code == 0 && response == nil {
 			code = kerr.UnknownServerError.Code
 		}
@@ -80,7 +80,7 @@ func splitByCoordinator[Part any](h *Handler, x *exchange, split groupSplit[Part
 	for _, partition := range order {
 		indexes := byPartition[partition]
 		answered := all.expect(func() {})
-		h.backend.Group(split.groups[indexes[0]], x.header.ClientID, split.request(indexes), func(response kmsg.Response, code int16) {
+		h.backend.Group(split.groups[indexes[0]], x.groupClient(), split.request(indexes), func(response kmsg.Response, code int16) {
 			var answers []Part
 			if code == 0 && response != nil {
 				answers = split.parts(response)
@@ -109,3 +109,6 @@ func pick[T any](all []T, indexes []int) []T {
 	}
 	return picked
 }
+
+// groupClient is who sent the exchange's request.
+func (x *exchange) groupClient() GroupClient { return GroupClient{ID: x.header.ClientID, Host: x.clientHost} }
