@@ -111,4 +111,6 @@ func pick[T any](all []T, indexes []int) []T {
 }
 
 // groupClient is who sent the exchange's request.
-func (x *exchange) groupClient() GroupClient { return GroupClient{ID: x.header.ClientID, Host: x.clientHost} }
+func (x *exchange) groupClient() GroupClient {
+	return GroupClient{ID: x.header.ClientID, Host: x.clientHost}
+}
