@@ -77,7 +77,8 @@ type devOptions struct {
 	topics      devTopicDefaults
 	rebalance   rebalanceOptions
 	// logs are the static log settings of every broker (serve_logflags.go).
-	logs logDefaults
+	logs   logDefaults
+	groups groupOptions
 	// brokersGiven says --brokers was on the command line: a restart from
 	// --dir otherwise takes the count the directory holds.
 	brokersGiven bool
@@ -153,6 +154,7 @@ second Ctrl-C exits at once.`,
 		"replicas of a topic created without a factor (default.replication.factor; 0: min(3, brokers))")
 	registerRebalanceFlags(flags, &options.rebalance, devLeaderImbalanceCheckInterval)
 	registerLogDefaultFlags(flags, &options.logs)
+	registerGroupFlags(flags, &options.groups)
 	return command
 }
 
@@ -196,6 +198,9 @@ func (o devOptions) validate() error {
 	if err := o.logs.validate(); err != nil {
 		return err
 	}
+	if err := o.groups.validate(); err != nil {
+		return err
+	}
 	return o.validatePorts()
 }
 
@@ -224,6 +229,7 @@ func runDev(ctx context.Context, options devOptions, out, errOut io.Writer) erro
 	layout.rebalance = options.rebalance
 	layout.removeOnExit = options.dir == "" && !options.keep
 	layout.logs = options.logs
+	layout.groups = options.groups
 	if layout.dir, err = devDataDir(options.dir); err != nil {
 		layout.closeListeners()
 		return err
@@ -299,6 +305,8 @@ type devLayout struct {
 	listeners []net.Listener
 	// rebalance is every node's leader rebalance.
 	rebalance rebalanceOptions
+	// groups are every node's consumer group settings.
+	groups groupOptions
 	// topics are the topic defaults the nodes get (--auto-create-topics,
 	// --num-partitions, --default-replication-factor).
 	topics devTopicDefaults
@@ -385,6 +393,7 @@ func (l devLayout) configs(logger *slog.Logger) []server.Config {
 		}
 		l.rebalance.apply(&configs[i])
 		l.logs.apply(&configs[i])
+		l.groups.apply(&configs[i])
 	}
 	return configs
 }

@@ -45,6 +45,8 @@ type serveOptions struct {
 	sendfile         bool
 	// rebalance is auto.leader.rebalance.enable and its settings.
 	rebalance rebalanceOptions
+	// groups are the consumer groups' settings (group_flags.go).
+	groups groupOptions
 	// limits are the Kafka listener's (serve_limits.go).
 	limits serveLimits
 	// logs are the static log settings (serve_logflags.go).
@@ -81,6 +83,8 @@ leader.imbalance.check.interval.seconds, leader.imbalance.per.broker.percentage,
 log.retention.ms, log.retention.bytes, log.segment.bytes, log.roll.ms
 (every topic's defaults, below its own configs and the cluster-wide
 dynamic defaults);
+offsets.topic.num.partitions, offsets.topic.replication.factor,
+group.initial.rebalance.delay.ms;
 and tide.kafka.listen, tide.kafka.listeners. The Kafka listener's limits
 too: socket.request.max.bytes, queued.max.request.bytes,
 queued.max.requests, max.connections, max.connections.per.ip,
@@ -129,6 +133,7 @@ Followers replicate from their leaders over the Kafka protocol
 	flags.StringVar(&options.logFormat, "log-format", "text", "text or json")
 	flags.BoolVar(&options.sendfile, "sendfile", true, "send committed records to fetchers with sendfile (false reads them into memory, to measure the difference)")
 	registerRebalanceFlags(flags, &options.rebalance, server.DefaultLeaderImbalanceCheckInterval)
+	registerGroupFlags(flags, &options.groups)
 	registerLimitFlags(flags, &options.limits)
 	registerLogDefaultFlags(flags, &options.logs)
 	return command
@@ -190,6 +195,10 @@ func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
 		CopyFetches:             !o.sendfile}
 	o.rebalance.apply(&config)
 	o.logs.apply(&config)
+	if err := o.groups.validate(); err != nil {
+		return server.Config{}, usageError{err}
+	}
+	o.groups.apply(&config)
 	if err := o.limits.apply(&config); err != nil {
 		return server.Config{}, err
 	}
@@ -234,6 +243,9 @@ func applyProperties(flags *pflag.FlagSet, name string) error {
 		if numeric {
 			flag, known = logFlag, true
 		}
+		if !known {
+			flag, known = groupPropertyFlags[key]
+		}
 		if !ok || !known {
 			return fmt.Errorf("%s:%d: unknown setting %q (known: %s)", name, number, key, knownProperties())
 		}
@@ -257,6 +269,7 @@ func knownProperties() string {
 	keys := slices.Collect(maps.Keys(propertyFlags))
 	keys = append(keys, slices.Collect(maps.Keys(limitPropertyFlags))...)
 	keys = append(keys, slices.Collect(maps.Keys(logDefaultProperties))...)
+	keys = append(keys, slices.Collect(maps.Keys(groupPropertyFlags))...)
 	slices.Sort(keys)
 	return strings.Join(keys, ", ")
 }
@@ -280,6 +293,7 @@ func reread(flags *pflag.FlagSet, o serveOptions) serveOptions {
 	o.logFormat, _ = flags.GetString("log-format")
 	o.sendfile, _ = flags.GetBool("sendfile")
 	o.rebalance = rereadRebalance(flags)
+	o.groups = rereadGroups(flags)
 	o.limits = rereadLimits(flags)
 	o.logs = rereadLogDefaults(flags)
 	return o

@@ -14,8 +14,14 @@
 // active controller (KIP-590) and answered once this broker's metadata
 // shows the change, the creation of topics a Metadata request named
 // (auto.create.topics.enable, once per name at a time, bounded by
-// MaxAutoCreatesInFlight), and the refusal of follower fetches without a
-// broker epoch (KIP-903).
+// MaxAutoCreatesInFlight), the refusal of follower fetches without a
+// broker epoch (KIP-903), and the hosting of the consumer groups'
+// coordinators (groups.go): one internal/group.Coordinator per
+// __consumer_offsets partition this broker leads, loaded from the
+// partition's committed records in bounded slices, its appends written as
+// acks=all batches through the local leader replica and reported back when
+// committed, unloaded when the leadership moves; the creation of
+// __consumer_offsets at the first FindCoordinator.
 //
 // What it never touches: sockets, the clock, files (the broker's logs sit
 // behind disk.FS), goroutines, randomness of its own. Time comes in as

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidelog/tide/internal/broker"
 	"github.com/tidelog/tide/internal/fetcher"
+	"github.com/tidelog/tide/internal/group"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/quorum"
 	"github.com/tidelog/tide/internal/record"
@@ -55,6 +56,15 @@ type Config struct {
 	// fetch is answered at once with what there is, which is still a valid
 	// answer.
 	MaxWaitingFetches int
+	// Groups configures the group coordinators; nil is Kafka's defaults
+	// (group.DefaultConfig).
+	Groups *group.Config
+	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor are
+	// offsets.topic.num.partitions and offsets.topic.replication.factor,
+	// which __consumer_offsets is created with; 0 is Kafka's default (50,
+	// and 3 or the brokers registered if fewer).
+	OffsetsTopicPartitions        int
+	OffsetsTopicReplicationFactor int
 }
 
 // Validate rejects a configuration that cannot work.
@@ -68,6 +78,13 @@ func (c Config) Validate() error {
 		return fmt.Errorf("frontend: max waiting fetches %d must be positive", c.MaxWaitingFetches)
 	case c.Wire.Random == nil:
 		return errors.New("frontend: the wire handler needs a source of randomness")
+	case c.OffsetsTopicPartitions < 0 || c.OffsetsTopicReplicationFactor < 0:
+		return fmt.Errorf("frontend: offsets topic of %d partitions, replication factor %d", c.OffsetsTopicPartitions, c.OffsetsTopicReplicationFactor)
+	}
+	if c.Groups != nil {
+		if err := c.Groups.Validate(); err != nil {
+			return err
+		}
 	}
 	return c.Fetcher.Validate()
 }
@@ -117,6 +134,8 @@ type FrontEnd struct {
 	// volume is the log directory's disk as the runtime last measured it
 	// (SetVolume), UnknownVolume until then.
 	volume Volume
+	// groups hosts the group coordinators (groups.go).
+	groups groupHost
 }
 
 // backend is the FrontEnd seen as wire's Backend: its methods serve the
@@ -139,8 +158,8 @@ func New(config Config, lifecycle *broker.Lifecycle) (*FrontEnd, error) {
 	}
 	fe := &FrontEnd{config: config, lifecycle: lifecycle, fetcher: f, controllerHint: metadata.NoBroker, clockMs: -1, volume: UnknownVolume,
 		pending: map[broker.ClientID]pendingClient{}, calls: map[uint64]*controllerCall{},
-		autoCreating: map[string]bool{},
-		followerHW:   map[followerPartition]record.Offset{}}
+		autoCreating: map[string]bool{}, groups: newGroupHost(),
+		followerHW: map[followerPartition]record.Offset{}}
 	handler, err := wire.New(config.Wire, (*backend)(fe))
 	if err != nil {
 		return nil, err
@@ -179,6 +198,7 @@ func (fe *FrontEnd) Tick() {
 	}
 	fe.lifecycle.Tick()
 	fe.tickControllerCalls()
+	fe.tickGroups()
 	if fe.now%sweepEveryTicks == 0 {
 		(*backend)(fe).expirePending()
 	}
@@ -190,6 +210,13 @@ func (fe *FrontEnd) Tick() {
 // later, from within a call of the runtime's (see wire.Handler.HandleSpliced).
 func (fe *FrontEnd) HandleKafka(request []byte, done func(wire.Response, error)) {
 	fe.handler.HandleSpliced(request, done)
+}
+
+// HandleKafkaFrom is HandleKafka for a request from clientHost, the
+// client's address as Kafka shows it ("/127.0.0.1"), which the group
+// coordinators keep with a member (DescribeGroups).
+func (fe *FrontEnd) HandleKafkaFrom(clientHost string, request []byte, done func(wire.Response, error)) {
+	fe.handler.HandleSplicedFrom(clientHost, request, done)
 }
 
 // HandleControllerAnswer takes an answer from a controller: to a forwarded

@@ -7,8 +7,10 @@ import (
 	"math"
 )
 
-// BuildOptions describe a batch for Build. The builder is for tests, tools and
-// benchmarks: the broker never builds batches, it stores what producers send.
+// BuildOptions describe a batch for Build. The builder is for tests, tools,
+// benchmarks and the group coordinators' own records (one batch per
+// append to __consumer_offsets): the broker never rebuilds a batch, it
+// stores what producers send.
 type BuildOptions struct {
 	BaseOffset  Offset
 	LeaderEpoch LeaderEpoch // written to partitionLeaderEpoch

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/tidelog/tide/internal/group"
 	"log/slog"
 	"maps"
 	"math"
@@ -93,6 +94,15 @@ type Config struct {
 	// default, as in Kafka, a Metadata request naming a topic that does not
 	// exist (and allowing it) creates it with the two defaults above.
 	DisableAutoCreateTopics bool
+	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor are what
+	// __consumer_offsets is created with (offsets.topic.num.partitions and
+	// offsets.topic.replication.factor; zero: Kafka's 50 and 3, the factor
+	// lowered to the brokers registered when there are fewer). Groups
+	// configures the group coordinators (nil: Kafka's defaults,
+	// group.DefaultConfig).
+	OffsetsTopicPartitions        int
+	OffsetsTopicReplicationFactor int
+	Groups                        *group.Config
 	// NoAutoLeaderRebalance turns off the active controller's leader
 	// rebalance (auto.leader.rebalance.enable=false; Kafka's default, and
 	// tide's, is on): every LeaderImbalanceCheckInterval
@@ -387,6 +397,13 @@ func (c Config) Validate() error {
 			c.LeaderImbalanceCheckInterval, c.LeaderImbalancePercentage, c.Tick)
 	case c.MaxFrameBytes < 1<<20 || c.QueueLength < 16:
 		return errors.New("frames of at least 1 MiB and queues of at least 16")
+	case c.OffsetsTopicPartitions < 0 || c.OffsetsTopicReplicationFactor < 0 || c.OffsetsTopicReplicationFactor > math.MaxInt16:
+		return fmt.Errorf("offsets topic of %d partitions, replication factor %d", c.OffsetsTopicPartitions, c.OffsetsTopicReplicationFactor)
+	}
+	if c.Groups != nil {
+		if err := c.Groups.Validate(); err != nil {
+			return err
+		}
 	}
 	if err := c.validateLogDefaults(); err != nil {
 		return err

@@ -85,12 +85,12 @@ func (s *Server) KafkaAddr() string { return s.kafka.listener.Addr().String() }
 
 // postKafka hands a request to the node loop. If the node stops first the
 // request is answered with nothing, and the connection closes with it.
-func (s *Server) postKafka(request []byte, answer func(wire.Response, error)) {
+func (s *Server) postKafka(clientHost string, request []byte, answer func(wire.Response, error)) {
 	if s.metrics != nil {
 		answer = s.metrics.observeRequest(request, answer)
 	}
 	select {
-	case s.inbox <- event{kind: eventKafkaRequest, payload: request, answer: answer}:
+	case s.inbox <- event{kind: eventKafkaRequest, payload: request, answer: answer, clientHost: clientHost}:
 	case <-s.stopped:
 		s.kafka.shared.queue.release(int64(len(request)))
 	}
@@ -101,7 +101,7 @@ func (s *Server) postKafka(request []byte, answer func(wire.Response, error)) {
 // still holds (a produce's records until they are appended, the answer)
 // is bounded by the cores' own limits.
 func (s *Server) handleKafka(e event) {
-	s.frontend.HandleKafka(e.payload, e.answer)
+	s.frontend.HandleKafkaFrom(e.clientHost, e.payload, e.answer)
 	s.kafka.shared.queue.release(int64(len(e.payload)))
 }
 

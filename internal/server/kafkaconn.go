@@ -66,7 +66,8 @@ const requestReadAheadBytes = 1 << 20
 // connection. It must not block: it is called on the node loop. The
 // request holds len(request) bytes of room in the requestQueue, which the
 // kafkaHandle now owns and must release once the request is taken.
-type kafkaHandle func(request []byte, answer func(response wire.Response, err error))
+// clientHost is the client's address as Kafka shows it ("/127.0.0.1").
+type kafkaHandle func(clientHost string, request []byte, answer func(response wire.Response, err error))
 
 // pendingResponse is one request's place in its connection's response
 // order; ready is closed once the answer is in.
@@ -89,6 +90,8 @@ type kafkaConn struct {
 	log    *slog.Logger
 	// address is the client's IP, counted in max.connections.per.ip.
 	address netip.Addr
+	// clientHost is the client's address as group members keep it.
+	clientHost string
 	// slots holds one token per request in flight: the reader puts one in
 	// before it hands a request on, blocking when MaxInFlight are there,
 	// and the writer takes it out once the response is written.
@@ -102,7 +105,8 @@ type kafkaConn struct {
 func newKafkaConn(c net.Conn, shared *kafkaShared) *kafkaConn {
 	limits := shared.limits
 	return &kafkaConn{c: c, shared: shared, limits: limits, log: shared.log.With("client", c.RemoteAddr().String()),
-		slots: make(chan struct{}, limits.MaxInFlight), order: make(chan *pendingResponse, limits.MaxInFlight),
+		clientHost: clientHost(c.RemoteAddr()),
+		slots:      make(chan struct{}, limits.MaxInFlight), order: make(chan *pendingResponse, limits.MaxInFlight),
 		done: make(chan struct{})}
 }
 
@@ -125,7 +129,7 @@ func (k *kafkaConn) serve() {
 		}
 		pending := &pendingResponse{ready: make(chan struct{})}
 		k.order <- pending // never blocks: it has as many places as slots
-		k.shared.handle(request, pending.answer)
+		k.shared.handle(k.clientHost, request, pending.answer)
 	}
 }
 
@@ -284,4 +288,17 @@ func (k *kafkaConn) closed() bool {
 	default:
 		return false
 	}
+}
+
+// clientHost is a client's address as Kafka shows it with a group member:
+// a slash and the IP address, without the port.
+func clientHost(address net.Addr) string {
+	if tcp, ok := address.(*net.TCPAddr); ok {
+		return "/" + tcp.IP.String()
+	}
+	host, _, err := net.SplitHostPort(address.String())
+	if err != nil {
+		return "/" + address.String()
+	}
+	return "/" + host
 }

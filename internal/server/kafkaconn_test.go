@@ -39,7 +39,7 @@ func testConnQueue(t *testing.T, limits kafkaLimits, queue *requestQueue, handle
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close(); server.Close() })
-	handle := func(request []byte, answer func(wire.Response, error)) {
+	handle := func(_ string, request []byte, answer func(wire.Response, error)) {
 		queue.release(int64(len(request)))
 		handleBytes(request, func(response []byte, err error) { answer(wire.Response{Bytes: response}, err) })
 	}

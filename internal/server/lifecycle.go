@@ -57,7 +57,8 @@ func (s *Server) openLifecycle(endpoint string) error {
 		AutoCreateTopics: !c.DisableAutoCreateTopics, SegmentBytes: c.segmentBytes(), MaxBatchBytes: maxBatchBytes, Wire: s.kafka.wire, Fetcher: c.fetcherConfig(),
 		MaxWaitingFetches: c.KafkaMaxWaitingFetches, RetentionMs: c.RetentionMs, RetentionBytes: c.RetentionBytes,
 		StaticConfigs: c.staticConfigs(), DefaultConfigs: defaultConfigs(),
-		LogDir: c.partitionsDir()}, lifecycle)
+		LogDir: c.partitionsDir(), Groups: c.Groups,
+		OffsetsTopicPartitions: c.OffsetsTopicPartitions, OffsetsTopicReplicationFactor: c.OffsetsTopicReplicationFactor}, lifecycle)
 	return err
 }
 

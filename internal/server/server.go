@@ -83,6 +83,8 @@ type event struct {
 	payload []byte
 	// answer takes the response to a Kafka request (eventKafkaRequest).
 	answer func(wire.Response, error)
+	// clientHost is a Kafka request's client address ("/127.0.0.1").
+	clientHost string
 	// source, fetcherConn and client are a replica fetcher's source, the
 	// connection's id and the connection.
 	source      metadata.BrokerID

@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"fmt"
+	"github.com/tidelog/tide/internal/wire"
 	"math/rand/v2"
 	"sort"
 
@@ -135,7 +136,7 @@ type compactionChecker struct {
 }
 
 func (c *checker) compacted(tp metadata.TopicPartition) bool {
-	return c.w.shape.compaction.on && tp.Topic == workloadTopic
+	return c.w.shape.compaction.on && (tp.Topic == workloadTopic || tp.Topic == wire.OffsetsTopic)
 }
 
 // learn records committed records (batches at their offsets).

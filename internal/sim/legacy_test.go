@@ -14,11 +14,13 @@ var legacyBudget = 1500
 func TestEachLegacyRuleIsFound(t *testing.T) {
 	for _, rule := range rules.All() {
 		t.Run(string(rule), func(t *testing.T) {
-			if rule == rules.AnswerAfterCommit || rule == rules.LoadCommittedOnly {
-				// Consumer groups are not in the simulator's workload yet;
-				// internal/group's replay property finds both until they
-				// are (TestReplayPropertyCatchesEachLegacyRule).
-				t.Skip("no group workload in the simulator yet")
+			if rule == rules.LoadCommittedOnly {
+				// The group workload's checks (groups.go) see a loaded
+				// phantom only when the offsets partition's leadership
+				// moves twice before its tail commits, which 300 seeds did
+				// not bring about; internal/group's replay property finds
+				// it (TestReplayPropertyCatchesEachLegacyRule).
+				t.Skip("not found by the simulator's group workload yet")
 			}
 			if rule == rules.MinISRRace {
 				// The race needs an ISR shrink to reach the controller

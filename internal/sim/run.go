@@ -35,6 +35,9 @@ type Stats struct {
 	blackholes int
 	// apiRequests counts the Kafka requests brokers took, by API key.
 	apiRequests map[int16]int
+	// groupCommits counts the simple group consumer's acknowledged
+	// offset commits (groups.go).
+	groupCommits int
 	// autoCreates are Metadata requests that began a topic's creation.
 	autoCreates int
 	zombies     int
@@ -159,6 +162,7 @@ func newWorldOfShape(options Options, random *rand.Rand, shape shape) *world {
 	w.network = newNetwork(w)
 	w.checker = newChecker(w)
 	w.workload = newWorkload(w)
+	w.groups = newGroupLoad(w)
 	w.trace("seed %d: %s; %s", options.Seed, w.shape, w.rules)
 	if len(options.Without) > 0 {
 		w.trace("without faults: %v", options.Without)

@@ -326,11 +326,12 @@ func TestOfflineByDesignIsExcused(t *testing.T) {
 		// Seeds of today's simulator that reach the case: a partition
 		// whose only copy of its committed records was on a broker whose
 		// data disk was replaced (flush=always).
-		// (Seeds 60 and 121 were the pins; brokers learning metadata by
-		// long poll, and the admin workload's auto-created topics, gave
-		// them other schedules.)
-		{54, []string{"scratch-1-0 offline by design: every replica that held its committed records lost them (b1 had its data disk replaced at 199)"}},
-		{21, []string{"scratch-8-0 offline by design: every replica that held its committed records lost them (b5 had its data disk replaced at 1315)"}},
+		// (Seeds 60 and 121, then 54 and 21 were the pins; brokers
+		// learning metadata by long poll, the admin workload's
+		// auto-created topics and the group workload's requests gave them
+		// other schedules.)
+		{71, []string{"scratch-1-0 offline by design: every replica that held its committed records lost them (b3 had its data disk replaced at 208)"}},
+		{21, []string{"scratch-9-0 offline by design: every replica that held its committed records lost them (b5 had its data disk replaced at 2230)"}},
 	} {
 		// Pinned as they ran before the reassignment fault, whose first
 		// move gives a seed another schedule from then on.

@@ -61,6 +61,7 @@ func (load *workload) randomPartition() (metadata.TopicPartition, bool) {
 func (load *workload) tick() {
 	w := load.w
 	w.adminStep()
+	w.groupStep()
 	for _, p := range load.producers {
 		load.tickProducer(p)
 	}

@@ -42,10 +42,12 @@ type world struct {
 	workloadList []metadata.TopicPartition
 	tracedOffset int64
 	workload     *workload
-	checker      *checker
-	holders      *holders // who holds each partition's committed records (offline.go)
-	stats        Stats
-	traceLog     *traceLog
+	// groups is the group workload (groups.go).
+	groups   *groupLoad
+	checker  *checker
+	holders  *holders // who holds each partition's committed records (offline.go)
+	stats    Stats
+	traceLog *traceLog
 	// partitionsUntil says when each cut link heals; scheduled are the
 	// later steps of composed faults, by tick.
 	partitionsUntil []cutUntil
@@ -187,6 +189,7 @@ func (w *world) frontendConfig(id metadata.BrokerID) frontend.Config {
 	return frontend.Config{ID: id, ClusterID: "tide-sim", Advertised: kafkaAddress(id),
 		DefaultPartitions: 1, DefaultReplicationFactor: 1, AutoCreateTopics: true, SegmentBytes: 64 << 10, MaxBatchBytes: int64(w.shape.maxBatchBytes),
 		Wire: wireConfig, MaxWaitingFetches: 4096, LogDir: "data",
+		Groups: w.groupConfig(), OffsetsTopicPartitions: offsetsTopicPartitions,
 		Fetcher: fetcher.Config{Broker: id, MaxWaitMillis: replicaFetchMaxWaitTicks * 10, MinBytes: 1, MaxBytes: 10 << 20,
 			FetchTimeoutTicks: replicaFetchMaxWaitTicks + replicaRequestTimeoutTicks, RequestTimeoutTicks: replicaRequestTimeoutTicks,
 			MaxResponseBytes: 21 << 20}}

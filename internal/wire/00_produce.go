@@ -40,6 +40,10 @@ import (
 //   - A partition named more than once is appended to and answered once,
 //     where it was first named, with the records it was last given (Kafka
 //     reads a produce into a map by partition).
+//   - An internal topic (__consumer_offsets) is INVALID_TOPIC_EXCEPTION,
+//     as Kafka answers "cannot append to internal topic": only its group
+//     coordinators write there, and a client's record would be read back
+//     as a group's state.
 //   - v10+ (KIP-951 leader hints, KIP-890 transactions) and v13 (topic ids)
 //     are not served yet.
 
@@ -65,7 +69,10 @@ func (h *Handler) handleProduce(x *exchange) error {
 		for j, partition := range topic.Partitions {
 			entry := kmsg.NewProduceResponseTopicPartition()
 			entry.Partition, entry.ErrorCode = partition.Partition, refusal
-			if refusal == 0 {
+			if refusal == 0 && InternalTopic(topic.Topic) {
+				entry.ErrorCode = kerr.InvalidTopicException.Code // only the coordinators write there
+			}
+			if entry.ErrorCode == 0 {
 				entry.ErrorCode = batchRefusal(request.Version, partition.Records)
 			}
 			entry.BaseOffset, entry.LogAppendTime, entry.LogStartOffset = -1, -1, -1

@@ -32,6 +32,8 @@ import (
 //     created this way (rule no-auto-create-internal: a typo'd or
 //     client-probed internal name would otherwise become a user topic with
 //     the wrong settings), so it stays UNKNOWN_TOPIC_OR_PARTITION.
+//   - v1+ IsInternal marks __consumer_offsets (Kafka's Topic.isInternal),
+//     which clients leave out of regex subscriptions.
 //   - v5+ OfflineReplicas: replicas on brokers the Backend does not list.
 //   - v7+ LeaderEpoch (KIP-320): clients use it to fence their fetches and
 //     to detect log truncation after a leader change.
@@ -140,6 +142,7 @@ func metadataBroker(broker Broker) kmsg.MetadataResponseBroker {
 func (h *Handler) metadataTopic(name string, live map[metadata.BrokerID]bool, epochs bool) kmsg.MetadataResponseTopic {
 	entry := kmsg.NewMetadataResponseTopic()
 	entry.Topic = &name
+	entry.IsInternal = InternalTopic(name)
 	topic, ok := h.backend.Topic(name)
 	if !ok {
 		entry.ErrorCode = kerr.UnknownTopicOrPartition.Code

@@ -38,6 +38,9 @@ import (
 //     created topic (KIP-525); v5 is flexible. v7+ answers each created
 //     topic's id (KIP-516), as this broker's metadata has it once the
 //     topic is visible; the zero id for ValidateOnly, as in Kafka.
+//   - An internal topic (__consumer_offsets) is INVALID_REQUEST: the
+//     brokers create it, with its own settings, on the first
+//     FindCoordinator.
 //   - v0-v1 are not served (Kafka 4.0 dropped them, KIP-896).
 
 func init() { register(19, 2, 7, (*Handler).handleCreateTopics) }
@@ -65,6 +68,8 @@ func (h *Handler) handleCreateTopics(x *exchange) error {
 		switch {
 		case named[topic.Topic] > 1:
 			code, message = kerr.InvalidRequest.Code, "topic "+topic.Topic+" is named more than once"
+		case InternalTopic(topic.Topic):
+			code, message = kerr.InvalidRequest.Code, topic.Topic+" is an internal topic: the broker creates it"
 		case code == 0 && create.Partitions > h.config.MaxPartitionsPerRequest-partitions:
 			code, message = kerr.InvalidPartitions.Code, fmt.Sprintf("one request may create at most %d partitions", h.config.MaxPartitionsPerRequest)
 		}

@@ -21,6 +21,9 @@ import (
 //     the topic when this broker knows it.
 //   - A topic named twice in one request (by name or by id) is
 //     INVALID_REQUEST for each, as in Kafka.
+//   - An internal topic (__consumer_offsets), by name or by id, is
+//     INVALID_REQUEST: deleting it would drop every group's committed
+//     offsets (Kafka's tools refuse it too).
 //   - v4 is flexible; v5+ carries an ErrorMessage.
 //   - v0 is not served (Kafka 4.0 dropped it, KIP-896).
 
@@ -59,6 +62,10 @@ func (h *Handler) handleDeleteTopics(x *exchange) error {
 		case (target.name == nil) == id.IsZero():
 			entry.ErrorCode = kerr.InvalidRequest.Code
 		case target.name == nil && identified[id] > 1, target.name != nil && named[*target.name] > 1:
+			entry.ErrorCode = kerr.InvalidRequest.Code
+		case target.name != nil && InternalTopic(*target.name):
+			entry.ErrorCode = kerr.InvalidRequest.Code // the groups' state lives there
+		case target.name == nil && h.internalTopicID(id):
 			entry.ErrorCode = kerr.InvalidRequest.Code
 		case target.name == nil:
 			if topic, ok := h.backend.TopicByID(id); ok {
@@ -111,4 +118,10 @@ func withDeleteMessages(response *kmsg.DeleteTopicsResponse) *kmsg.DeleteTopicsR
 		}
 	}
 	return response
+}
+
+// internalTopicID reports whether id is an internal topic's.
+func (h *Handler) internalTopicID(id metadata.TopicID) bool {
+	topic, ok := h.backend.TopicByID(id)
+	return ok && InternalTopic(topic.Name)
 }

@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/tidelog/tide/internal/controller"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/replica"
@@ -98,6 +100,36 @@ type Backend interface {
 	// only checks the change), answering as controller.AlterConfigs does:
 	// a code, and a message naming what is refused.
 	AlterConfigs(request controller.AlterConfigsRequest, validateOnly bool, done func(code int16, message string))
+
+	// GroupCoordinator answers which broker coordinates a consumer group:
+	// the leader of the __consumer_offsets partition the group hashes to,
+	// or a code (COORDINATOR_NOT_AVAILABLE while the topic is being created
+	// or the partition has no leader).
+	GroupCoordinator(groupID string) (metadata.BrokerID, int16)
+	// GroupPartition is the __consumer_offsets partition of a group, or
+	// NoGroupPartition while the topic does not exist: requests naming
+	// several groups are split by it, one request per coordinator.
+	GroupPartition(groupID string) int32
+	// Group serves a group request (JoinGroup, SyncGroup, Heartbeat,
+	// LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, DeleteGroups,
+	// OffsetDelete) at the coordinator of groupID; every group the request
+	// names has the same coordinator. request is at the client's version;
+	// client is who sent it, which members keep (member ids start with
+	// its client id).
+	// done gets the coordinator's response, or a code when no coordinator
+	// could answer (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...),
+	// which the Handler turns into the request's error response.
+	Group(groupID string, client GroupClient, request kmsg.Request, done func(response kmsg.Response, code int16))
+	// ListGroups asks every group coordinator this broker hosts and gives
+	// their answers, in partition order; a coordinator that cannot answer
+	// gives a response carrying only its code.
+	ListGroups(request *kmsg.ListGroupsRequest, done func([]*kmsg.ListGroupsResponse))
+}
+
+// GroupClient is who sent a group request: the client.id of its header,
+// and its address as Kafka shows it ("/127.0.0.1"), or "" when unknown.
+type GroupClient struct {
+	ID, Host string
 }
 
 // TopicRef names a topic by Name, or by ID with an empty Name (KIP-516).

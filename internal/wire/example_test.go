@@ -64,6 +64,14 @@ func (emptyBroker) ElectLeaders(_ []metadata.TopicPartition, _ int64, done func(
 func (emptyBroker) AlterConfigs(_ controller.AlterConfigsRequest, _ bool, done func(int16, string)) {
 	done(0, "")
 }
+func (emptyBroker) GroupCoordinator(string) (metadata.BrokerID, int16) { return metadata.NoBroker, 15 }
+func (emptyBroker) GroupPartition(string) int32                        { return wire.NoGroupPartition }
+func (emptyBroker) Group(_ string, _ wire.GroupClient, _ kmsg.Request, done func(kmsg.Response, int16)) {
+	done(nil, 15)
+}
+func (emptyBroker) ListGroups(_ *kmsg.ListGroupsRequest, done func([]*kmsg.ListGroupsResponse)) {
+	done(nil)
+}
 
 // A server reads a 4-byte size and that many bytes, hands them to Handle
 // on its node loop, and writes the response it gets back behind its own
@@ -91,5 +99,5 @@ func ExampleHandler_Handle() {
 		}
 		fmt.Println("correlation id", binary.BigEndian.Uint32(response), "error", decoded.ErrorCode, "keys", len(decoded.ApiKeys))
 	})
-	// Output: correlation id 42 error 0 keys 19
+	// Output: correlation id 42 error 0 keys 30
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // fakeBackend is an in-memory Backend: one log per partition, led by this
@@ -50,6 +51,22 @@ type fakeBackend struct {
 	reassigns    []controller.ReassignRequest
 	// nextTopicID numbers the topics' ids.
 	nextTopicID byte
+	// groupPartitions is __consumer_offsets' partition count, 0 while it
+	// does not exist; groupCodes the code each partition's coordinator
+	// answers instead of serving (NOT_COORDINATOR and the like);
+	// groupServe, when set, serves the group requests that reach a
+	// coordinator, which groupRequests records with their partition.
+	groupPartitions int32
+	groupCodes      map[int32]int16
+	groupServe      func(partition int32, request kmsg.Request) kmsg.Response
+	groupRequests   []fakeGroupRequest
+}
+
+// fakeGroupRequest is a group request as it reached the fake's coordinator
+// of partition.
+type fakeGroupRequest struct {
+	partition int32
+	request   kmsg.Request
 }
 
 type fakeTopic struct {
@@ -585,4 +602,54 @@ func (f *fakeBackend) AlterConfigs(request controller.AlterConfigsRequest, valid
 		topic.configs = next
 	}
 	done(0, "")
+}
+
+// GroupCoordinator is broker 1 (this broker), or COORDINATOR_NOT_AVAILABLE
+// while there is no __consumer_offsets.
+func (b *fakeBackend) GroupCoordinator(groupID string) (metadata.BrokerID, int16) {
+	if b.groupPartitions == 0 {
+		return metadata.NoBroker, kerr.CoordinatorNotAvailable.Code
+	}
+	return b.cluster.BrokerID, 0
+}
+
+// GroupPartition is the group id's length modulo the partition count: a
+// placement tests can choose.
+func (b *fakeBackend) GroupPartition(groupID string) int32 {
+	if b.groupPartitions == 0 {
+		return NoGroupPartition
+	}
+	return int32(len(groupID)) % b.groupPartitions
+}
+
+func (b *fakeBackend) Group(groupID string, _ GroupClient, request kmsg.Request, done func(kmsg.Response, int16)) {
+	partition := b.GroupPartition(groupID)
+	if code := b.groupCodes[partition]; code != 0 || partition == NoGroupPartition || b.groupServe == nil {
+		done(nil, orNotCoordinator(code))
+		return
+	}
+	b.groupRequests = append(b.groupRequests, fakeGroupRequest{partition: partition, request: request})
+	done(b.groupServe(partition, request), 0)
+}
+
+func (b *fakeBackend) ListGroups(request *kmsg.ListGroupsRequest, done func([]*kmsg.ListGroupsResponse)) {
+	var answers []*kmsg.ListGroupsResponse
+	for partition := range b.groupPartitions {
+		if code := b.groupCodes[partition]; code != 0 || b.groupServe == nil {
+			answer := request.ResponseKind().(*kmsg.ListGroupsResponse)
+			answer.ErrorCode = orNotCoordinator(code)
+			answers = append(answers, answer)
+			continue
+		}
+		answers = append(answers, b.groupServe(partition, request).(*kmsg.ListGroupsResponse))
+	}
+	done(answers)
+}
+
+// orNotCoordinator is code, or NOT_COORDINATOR for none.
+func orNotCoordinator(code int16) int16 {
+	if code == 0 {
+		return kerr.NotCoordinator.Code
+	}
+	return code
 }

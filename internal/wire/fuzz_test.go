@@ -35,8 +35,8 @@ func seedRequests() [][]byte {
 }
 
 // FuzzHandle runs arbitrary bytes through the whole request path: header,
-// version check, kmsg decoding, the handler, the fake Backend and the
-// response encoding. It must never panic, must call done exactly once
+// version check, kmsg decoding, the handler, the fake Backend (with real
+// group coordinators) and the response encoding. It must never panic, must call done exactly once
 // (produce answers and empty fetches are held by the fake and given after
 // Handle returns, so the late-answer path is fuzzed too), and every
 // response must decode with kmsg at the version asked for (v0 for an
@@ -49,6 +49,9 @@ func FuzzHandle(f *testing.F) {
 		backend := newFakeBackend()
 		backend.addTopic("orders", 2, 1)
 		backend.holdProduce, backend.parkFetches = true, true
+		// Group requests reach real coordinators: the group decoders and
+		// the coordinator's handling are fuzzed with the rest.
+		backend.groupPartitions, backend.groupServe = 2, coordinatorServe()
 		h := newTestHandler(t, backend)
 		calls := 0
 		var response []byte

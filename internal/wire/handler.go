@@ -106,6 +106,13 @@ func (h *Handler) Handle(request []byte, done func(response []byte, err error)) 
 // written in their places. Its Bytes is nil when there is no response.
 // Only a FileFetcher's fetch responses have file ranges.
 func (h *Handler) HandleSpliced(request []byte, done func(Response, error)) {
+	h.HandleSplicedFrom("", request, done)
+}
+
+// HandleSplicedFrom is HandleSpliced for a request from clientHost: the
+// client's address as Kafka shows it ("/127.0.0.1"), which group members
+// keep (DescribeGroups), or "" when the runtime does not say.
+func (h *Handler) HandleSplicedFrom(clientHost string, request []byte, done func(Response, error)) {
 	x, header, err := h.decode(request, done)
 	if err != nil {
 		done(Response{}, &RequestError{Header: header, Err: err})
@@ -114,6 +121,7 @@ func (h *Handler) HandleSpliced(request []byte, done func(Response, error)) {
 	if x == nil {
 		return // answered during decoding (ApiVersions above the range)
 	}
+	x.clientHost = clientHost
 	if err := apis[x.header.APIKey].serve(h, x); err != nil {
 		x.fail(err)
 	}
@@ -187,10 +195,12 @@ func encodeResponseSized(correlationID int32, response kmsg.Response, sizeHint i
 // exchange is one request being served: its header, its decoded body, and
 // the caller's done, to be called once.
 type exchange struct {
-	header   RequestHeader
-	request  kmsg.Request
-	done     func(Response, error)
-	answered bool
+	header RequestHeader
+	// clientHost is the client's address, or "" (HandleSplicedFrom).
+	clientHost string
+	request    kmsg.Request
+	done       func(Response, error)
+	answered   bool
 }
 
 // respond encodes and hands out the response; nil means no response.

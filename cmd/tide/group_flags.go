@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tidelog/tide/internal/frontend"
+	"github.com/tidelog/tide/internal/group"
+	"github.com/tidelog/tide/internal/server"
+)
+
+// groupOptions are the consumer groups' flags, on tide serve and tide dev
+// alike: how __consumer_offsets is created, and the coordinators' first
+// rebalance delay.
+type groupOptions struct {
+	offsetsPartitions        int
+	offsetsReplicationFactor int
+	initialRebalanceDelay    time.Duration
+}
+
+func registerGroupFlags(flags *pflag.FlagSet, o *groupOptions) {
+	flags.IntVar(&o.offsetsPartitions, "offsets-topic-partitions", frontend.DefaultOffsetsTopicPartitions,
+		"partitions of __consumer_offsets, created at the first FindCoordinator; changing it later moves every group (offsets.topic.num.partitions)")
+	flags.IntVar(&o.offsetsReplicationFactor, "offsets-topic-replication-factor", frontend.DefaultOffsetsTopicReplicationFactor,
+		"replicas of __consumer_offsets, at most the brokers registered when it is created (offsets.topic.replication.factor)")
+	flags.DurationVar(&o.initialRebalanceDelay, "group-initial-rebalance-delay", 3*time.Second,
+		"how long a new group's first rebalance waits for more members (group.initial.rebalance.delay.ms)")
+}
+
+// groupPropertyFlags maps the properties file's group keys to their flags.
+var groupPropertyFlags = map[string]string{
+	"offsets.topic.num.partitions":     "offsets-topic-partitions",
+	"offsets.topic.replication.factor": "offsets-topic-replication-factor",
+	"group.initial.rebalance.delay.ms": "group-initial-rebalance-delay",
+}
+
+func rereadGroups(flags *pflag.FlagSet) groupOptions {
+	var o groupOptions
+	o.offsetsPartitions, _ = flags.GetInt("offsets-topic-partitions")
+	o.offsetsReplicationFactor, _ = flags.GetInt("offsets-topic-replication-factor")
+	o.initialRebalanceDelay, _ = flags.GetDuration("group-initial-rebalance-delay")
+	return o
+}
+
+func (o groupOptions) validate() error {
+	if o.offsetsPartitions < 1 || o.offsetsReplicationFactor < 1 || o.offsetsReplicationFactor > math.MaxInt16 {
+		return fmt.Errorf("--offsets-topic-partitions %d and --offsets-topic-replication-factor %d must be at least 1",
+			o.offsetsPartitions, o.offsetsReplicationFactor)
+	}
+	if o.initialRebalanceDelay < 0 || o.initialRebalanceDelay > time.Hour {
+		return fmt.Errorf("--group-initial-rebalance-delay %s: want 0 to 1h", o.initialRebalanceDelay)
+	}
+	return nil
+}
+
+// apply sets the group settings of a node's configuration; validate has
+// checked them.
+func (o groupOptions) apply(config *server.Config) {
+	if o == (groupOptions{}) {
+		return // not from flags: the server's defaults
+	}
+	groups := group.DefaultConfig()
+	groups.InitialRebalanceDelayMs = int32(o.initialRebalanceDelay.Milliseconds())
+	config.OffsetsTopicPartitions, config.OffsetsTopicReplicationFactor, config.Groups = o.offsetsPartitions, o.offsetsReplicationFactor, &groups
+}
