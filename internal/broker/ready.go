@@ -50,8 +50,11 @@ func (n *Node) processFor(tp metadata.TopicPartition, p *partition, to destinati
 			}
 		}
 		for _, message := range ready.Messages {
+			// The image names the topic this replica belongs to: a topic
+			// deleted here takes its replicas with it.
+			id, _ := n.image.TopicID(tp.Topic)
 			n.outbox.Peers = append(n.outbox.Peers, Outbound{To: message.To, Message: PeerMessage{
-				Partition: tp, Fetch: message.Fetch, OffsetsForLeaderEpoch: message.OffsetsForLeaderEpoch,
+				Partition: tp, TopicID: id, Fetch: message.Fetch, OffsetsForLeaderEpoch: message.OffsetsForLeaderEpoch,
 			}})
 		}
 		for _, answer := range ready.Answers {

@@ -17,16 +17,24 @@ import (
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
+	"github.com/tidelog/tide/internal/rules"
 )
 
 // The versions a follower sends.
 const (
-	// FetchVersion is the newest Fetch that names topics by name (v13+ use
-	// topic ids, which tide does not have). It carries CurrentLeaderEpoch
-	// (KIP-320), LastFetchedEpoch and DivergingEpoch (KIP-595 style), and
-	// ReplicaState (KIP-903) as a tagged field, which Kafka sends from v15
-	// and a v12 reader may skip.
-	FetchVersion = 12
+	// FetchVersion is the Fetch a follower sends for topics that have an
+	// id (KIP-516): v13 names topics by id alone, so that a leader whose
+	// topic of the same name is another incarnation (deleted and created
+	// again while this broker's metadata lagged) answers UNKNOWN_TOPIC_ID
+	// instead of serving and counting it (rules.FetchByTopicID). It carries
+	// CurrentLeaderEpoch (KIP-320), LastFetchedEpoch and DivergingEpoch
+	// (KIP-595 style), and ReplicaState (KIP-903) as a tagged field, which
+	// Kafka sends from v15 and a v12 or v13 reader may skip.
+	FetchVersion = 13
+	// FetchByNameVersion is the newest Fetch that names topics by name: a
+	// topic created before topic ids, until the controller assigns it one,
+	// is fetched with it.
+	FetchByNameVersion = 12
 	// OffsetsVersion is OffsetForLeaderEpoch's: v3 is the first with the
 	// replica id; v4 is flexible, v3 suffices.
 	OffsetsVersion = 3
@@ -55,6 +63,9 @@ type Config struct {
 	// MaxResponseBytes bounds a response the runtime reads off a source's
 	// connection.
 	MaxResponseBytes int
+	// Rules are the protocol rules in force: all of them outside the
+	// simulator and the scenarios (rules.FetchByTopicID is the fetcher's).
+	Rules rules.Rules
 }
 
 // Validate rejects a configuration that cannot work.
@@ -146,6 +157,9 @@ type source struct {
 	fetches map[metadata.TopicPartition]replica.FetchRequest
 	offsets map[metadata.TopicPartition]replica.OffsetsForLeaderEpochRequest
 	order   []metadata.TopicPartition
+	// topicIDs are the queued partitions' topic ids, NoTopicID for a topic
+	// without one.
+	topicIDs map[metadata.TopicPartition]metadata.TopicID
 	// inFlight are the requests sent and not yet answered, by correlation
 	// id; fetching says one of them is a Fetch.
 	inFlight map[int32]*sentRequest
@@ -155,6 +169,10 @@ type source struct {
 // sentRequest is one request on the wire: what each partition asked.
 type sentRequest struct {
 	fetches map[metadata.TopicPartition]replica.FetchRequest
+	// version is a Fetch's version, and names its topics' names by id when
+	// it fetched by id (a v13+ response names topics by id alone).
+	version int16
+	names   map[metadata.TopicID]string
 	offsets map[metadata.TopicPartition]replica.OffsetsForLeaderEpochRequest
 	// outOfRange are fetch answers of OFFSET_OUT_OF_RANGE held back while a
 	// ListOffsets asks the leader for its log end offset.
@@ -182,6 +200,7 @@ func (f *Fetcher) Enqueue(out broker.Outbound, address string) {
 		return
 	}
 	s.dequeue(m.Partition)
+	s.topicIDs[m.Partition] = m.TopicID
 	if m.Fetch != nil {
 		s.fetches[m.Partition] = *m.Fetch
 	} else {
@@ -210,6 +229,7 @@ func (f *Fetcher) source(id metadata.BrokerID, address string) *source {
 		formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID("tide-replica-" + strconv.Itoa(int(f.config.Broker)))),
 		fetches:   map[metadata.TopicPartition]replica.FetchRequest{},
 		offsets:   map[metadata.TopicPartition]replica.OffsetsForLeaderEpochRequest{},
+		topicIDs:  map[metadata.TopicPartition]metadata.TopicID{},
 		inFlight:  map[int32]*sentRequest{}}
 	f.sources[id] = s
 	return s
@@ -223,6 +243,7 @@ func (s *source) dequeue(tp metadata.TopicPartition) {
 	}
 	delete(s.fetches, tp)
 	delete(s.offsets, tp)
+	delete(s.topicIDs, tp)
 	s.order = slices.DeleteFunc(s.order, func(queued metadata.TopicPartition) bool { return queued == tp })
 }
 

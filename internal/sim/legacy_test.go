@@ -14,6 +14,11 @@ var legacyBudget = 1500
 func TestEachLegacyRuleIsFound(t *testing.T) {
 	for _, rule := range rules.All() {
 		t.Run(string(rule), func(t *testing.T) {
+			if rule == rules.FetchByTopicID {
+				// No random run re-creates a topic under a name it had:
+				// TestRecreatedTopicDoesNotCountALaggingFollower shows it.
+				t.Skip("a scripted test shows this rule")
+			}
 			t.Parallel()
 			for seed := uint64(1); seed <= uint64(legacyBudget); seed++ {
 				result := Run(Options{Seed: seed, Legacy: []rules.Rule{rule}})

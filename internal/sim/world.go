@@ -187,7 +187,7 @@ func (w *world) frontendConfig(id metadata.BrokerID) frontend.Config {
 		Wire: wireConfig, MaxWaitingFetches: 4096, LogDir: "data",
 		Fetcher: fetcher.Config{Broker: id, MaxWaitMillis: replicaFetchMaxWaitTicks * 10, MinBytes: 1, MaxBytes: 10 << 20,
 			FetchTimeoutTicks: replicaFetchMaxWaitTicks + replicaRequestTimeoutTicks, RequestTimeoutTicks: replicaRequestTimeoutTicks,
-			MaxResponseBytes: 21 << 20}}
+			MaxResponseBytes: 21 << 20, Rules: w.rules}}
 }
 
 // newNode creates the node once the controller gave the incarnation an
