@@ -80,3 +80,21 @@ func TestRecreatedTopicDoesNotCountALaggingFollower(t *testing.T) {
 		t.Fatalf("rule off: got %v, want broker 3's old records below the high watermark\n%s", v, out)
 	}
 }
+
+// With rule recreated-topic off and the new log's end, 3, inside broker 3's
+// old batch [2, 4), the truncation cannot be carried out: it takes broker
+// 3's partition offline, and only that (the broker runs on, so the write
+// is not acknowledged counting it). Once broker 3 learns of the new topic
+// it replaces the failed partition, and the cluster converges.
+func TestRecreatedTopicTruncationInsideABatch(t *testing.T) {
+	s, out := recreateWithLaggingFollower(t, 3, rules.FetchByTopicID)
+	if err := s.w.broker(3).node.Failed()[s.partition]; err == nil || !s.Running(3) {
+		t.Fatalf("broker 3's partition is not failed (%v), or broker 3 stopped:\n%s", err, out)
+	}
+	if s.Answered() {
+		t.Fatalf("acknowledged counting broker 3:\n%s", out)
+	}
+	if v := s.Recover(); v != nil {
+		t.Fatalf("did not recover: %s\n%s\n%s", v, out, strings.Join(s.Output(), "\n"))
+	}
+}
