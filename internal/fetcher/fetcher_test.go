@@ -113,11 +113,61 @@ func TestFetchesBatchPerSource(t *testing.T) {
 	if len(deliveries) != 2 || deliveries[0].Message.FetchResponse.ID != 1 || deliveries[1].Message.FetchResponse.HighWatermark != 42 {
 		t.Fatalf("deliveries %+v", deliveries)
 	}
+	// The next Fetch waits for tp1, which the answer served, to ask
+	// again, but no longer than MaxReadyWaitTicks.
+	for range MaxReadyWaitTicks {
+		f.SendAll()
+		if out := f.TakeOutbox(); len(out.Sends) != 0 {
+			t.Fatal("the next fetch left before tp1 asked again or the wait ran out")
+		}
+		f.Tick()
+	}
 	f.SendAll()
 	next := kmsg.NewPtrFetchRequest()
 	sent(t, f.TakeOutbox(), next)
 	if len(next.Topics[0].Partitions) != 1 || next.Topics[0].Partitions[0].FetchOffset != 6 {
 		t.Fatalf("the queued fetch %+v", next)
+	}
+}
+
+// After an answer, the next Fetch leaves as soon as every partition the
+// answer served without error has asked again: the one that took records
+// asks only after syncing them, and a Fetch of the idle partition alone,
+// sent first, would be parked by the leader for its whole long poll. A
+// partition answered with an error backs off, and is not waited for.
+func TestNextFetchWaitsForTheAnsweredPartitions(t *testing.T) {
+	f := newTestFetcher(t)
+	tp2 := metadata.TopicPartition{Topic: "t", Partition: 2}
+	for i, tp := range []metadata.TopicPartition{tp0, tp1, tp2} {
+		f.Enqueue(fetchFor(tp, uint64(i+1), 5), "leader:9092")
+	}
+	f.Connected(1, 11)
+	correlation := sent(t, f.TakeOutbox(), kmsg.NewPtrFetchRequest())
+	response := kmsg.NewPtrFetchResponse()
+	response.Version = FetchVersion
+	topic := kmsg.NewFetchResponseTopic()
+	topic.TopicID = topicT
+	for _, p := range []int32{0, 1, 2} {
+		partition := kmsg.NewFetchResponseTopicPartition()
+		partition.Partition = p
+		if p == 2 {
+			partition.ErrorCode = kerr.NotLeaderForPartition.Code
+		}
+		topic.Partitions = append(topic.Partitions, partition)
+	}
+	response.Topics = append(response.Topics, topic)
+	f.Received(1, 11, respond(correlation, response))
+	f.Enqueue(fetchFor(tp1, 4, 5), "leader:9092") // the idle partition, at once
+	f.SendAll()
+	if out := f.TakeOutbox(); len(out.Sends) != 0 {
+		t.Fatal("the idle partition's fetch left alone")
+	}
+	f.Enqueue(fetchFor(tp0, 5, 9), "leader:9092") // after its sync
+	f.SendAll()
+	next := kmsg.NewPtrFetchRequest()
+	sent(t, f.TakeOutbox(), next)
+	if len(next.Topics[0].Partitions) != 2 {
+		t.Fatalf("the next fetch %+v, want both partitions", next)
 	}
 }
 

@@ -23,10 +23,18 @@ import (
 // requests a second per source, not a busy loop. A Fetch names its topics
 // either by id or by name: the oldest queued fetch chooses, and the
 // partitions of the other kind (topics created before topic ids) leave
-// with the next one.
+// with the next one. After an answer, the next Fetch waits (at most
+// MaxReadyWaitTicks) for the partitions it served to ask again
+// (source.awaiting).
 func (f *Fetcher) send(s *source) {
 	if s.conn == 0 || len(s.order) == 0 {
 		return
+	}
+	holdFetches := s.fetching
+	if len(s.awaiting) > 0 && f.now < s.awaitUntil {
+		holdFetches = true
+	} else {
+		clear(s.awaiting)
 	}
 	var fetch *kmsg.FetchRequest
 	var offsets *kmsg.OffsetForLeaderEpochRequest
@@ -46,11 +54,11 @@ func (f *Fetcher) send(s *source) {
 			delete(s.topicIDs, tp)
 			continue
 		}
-		if fetch == nil && !s.fetching {
+		if fetch == nil && !holdFetches {
 			fetch = f.newFetchRequest(s.fetches[tp].ReplicaEpoch, f.fetchesByID(id))
 			fetching.version = fetch.Version
 		}
-		if s.fetching || f.fetchesByID(id) != (fetch.Version >= 13) {
+		if holdFetches || f.fetchesByID(id) != (fetch.Version >= 13) {
 			kept = append(kept, tp)
 			continue
 		}
