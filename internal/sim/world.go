@@ -203,6 +203,7 @@ func (w *world) newNode(b *brokerProcess, epoch metadata.BrokerEpoch) *broker.No
 		CleanerConfigs: w.cleanerConfigs(), CleanerIntervalTicks: w.shape.compaction.intervalTicks,
 	}, epoch)
 	b.node.Observe(w.checker.observe(b))
+	b.node.ObserveCleaner(w.observeCleaner(b))
 	if b.losesAtRegistration {
 		w.holders.lose(b.id, w.now, b.lostBy)
 		b.losesAtRegistration = false
@@ -271,7 +272,6 @@ func (w *world) stepBroker(b *brokerProcess) {
 		b.fe.SetVolume(simulatedVolume(b.node))
 	}
 	b.fe.Tick()
-	w.clean(b)
 	w.maintainFetchers(b)
 	w.flush(b)
 	if b.shuttingDown && b.lifecycle.ShutDown() {
