@@ -461,6 +461,11 @@ func (n *Node) Tick() {
 	}
 	n.maybeEnforceRetention()
 	n.maybeCleanLogs()
+	// A broker holds a block of producer ids from its start, not from its
+	// first InitProducerId: a producer asking then would get
+	// COORDINATOR_LOAD_IN_PROGRESS and back off (franz-go: 1.5 s before its
+	// first idempotent write).
+	n.maybeRequestProducerIDs()
 }
 
 // HandleClient routes a client request to its partition's replica.
