@@ -12,6 +12,22 @@ import (
 // cleaning pass when Config.CleanerIntervalTicks is zero.
 const CleanerIntervalTicksDefault = 100
 
+// cleanerLogsPerPass bounds the cleaner's work per tick: a pass, at most one
+// every CleanerIntervalTicks, cleans this many compacted partitions, taken
+// in turn, so no Tick does more than rewrite one log.
+const cleanerLogsPerPass = 1
+
+// CleanReport is what one cleaning pass did to one partition, for an
+// observer (ObserveCleaner).
+type CleanReport struct {
+	Partition metadata.TopicPartition
+	Result    commitlog.CleanResult
+}
+
+// ObserveCleaner has observer see every pass that cleaned a log: the
+// simulator's trace and statistics.
+func (n *Node) ObserveCleaner(observer func(CleanReport)) { n.cleanerObserver = observer }
+
 // cleanerConfigFor is the one seam where a topic's configuration becomes
 // the cleaner's: the topic's cleanup.policy, delete.retention.ms,
 // min.compaction.lag.ms and min.cleanable.dirty.ratio from the metadata log
@@ -25,22 +41,22 @@ func (n *Node) cleanerConfigFor(topic string) (commitlog.CleanerConfig, bool) {
 	return config, ok && config.Compact
 }
 
-// CleanLogs runs the log cleaner: one pass over one compacted partition
-// every CleanerIntervalTicks ticks, the partitions taken in turn, so the
-// work per call is bounded by one log (docs/storage.md, Compaction). nowMs
-// is the runtime's time in milliseconds (the wall clock in tide serve, the
-// virtual clock in the simulator), for min.compaction.lag.ms and delete
-// horizons. The pass never cleans at or above the replica's high watermark
-// (rules.CleanBelowHighWatermark); a log that fails cleaning takes its
-// partition offline, like any failed log. It returns the partition it
-// cleaned, if any, and what the pass did.
-func (n *Node) CleanLogs(nowMs int64) (metadata.TopicPartition, commitlog.CleanResult, bool) {
+// maybeCleanLogs runs the log cleaner from Tick, in both runtimes: a pass
+// over cleanerLogsPerPass compacted partitions every CleanerIntervalTicks
+// ticks, the partitions taken in turn (docs/storage.md, Compaction), on the
+// runtime's clock (SetClock: the wall clock in tide serve, the virtual
+// clock in the simulator), for min.compaction.lag.ms and delete horizons.
+// A topic is compacted when its cleanup.policy (from the metadata log) or
+// Config.CleanerConfigs says so. The pass never cleans at or above the
+// replica's high watermark (rules.CleanBelowHighWatermark); a log that
+// fails cleaning takes its partition offline, like any failed log.
+func (n *Node) maybeCleanLogs() {
 	interval := n.config.CleanerIntervalTicks
 	if interval <= 0 {
 		interval = CleanerIntervalTicksDefault
 	}
-	if n.now-n.cleanedAtTick < interval {
-		return metadata.TopicPartition{}, commitlog.CleanResult{}, false
+	if n.clockMs < 0 || n.now-n.cleanedAtTick < interval {
+		return
 	}
 	n.cleanedAtTick = n.now
 	var compacted []metadata.TopicPartition
@@ -49,21 +65,26 @@ func (n *Node) CleanLogs(nowMs int64) (metadata.TopicPartition, commitlog.CleanR
 			compacted = append(compacted, tp)
 		}
 	}
-	if len(compacted) == 0 {
-		return metadata.TopicPartition{}, commitlog.CleanResult{}, false
+	for range min(cleanerLogsPerPass, len(compacted)) {
+		n.cleanerTurn = (n.cleanerTurn + 1) % len(compacted)
+		n.cleanLog(compacted[n.cleanerTurn])
 	}
-	n.cleanerTurn = (n.cleanerTurn + 1) % len(compacted)
-	tp := compacted[n.cleanerTurn]
+}
+
+// cleanLog runs one cleaning pass over one partition's log.
+func (n *Node) cleanLog(tp metadata.TopicPartition) {
 	config, _ := n.cleanerConfigFor(tp.Topic)
 	p := n.partitions[tp]
 	upTo := p.replica.HighWatermark()
 	if !n.config.Rules.On(rules.CleanBelowHighWatermark) {
 		upTo = p.log.LogEndOffset() // the legacy cleaner: up to the active segment
 	}
-	result, err := p.log.Clean(commitlog.CleanOptions{Config: config, UpTo: upTo, NowMs: nowMs})
+	result, err := p.log.Clean(commitlog.CleanOptions{Config: config, UpTo: upTo, NowMs: n.clockMs})
 	if err != nil {
 		n.fail(tp, fmt.Errorf("broker %d: clean %s: %w", n.config.ID, tp, err))
-		return tp, result, false
+		return
 	}
-	return tp, result, result.Cleaned
+	if result.Cleaned && n.cleanerObserver != nil {
+		n.cleanerObserver(CleanReport{Partition: tp, Result: result})
+	}
 }

@@ -103,3 +103,51 @@ func TestNodeStartsWithADamagedPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A truncation whose offset falls inside a batch (a diverging epoch from
+// the leader of another incarnation of the topic, which shares no history
+// with this follower) cannot be carried out: the log cuts between batches
+// only. It takes that partition offline on this broker, as a damaged
+// directory does, and the broker serves its other partitions; before, the
+// broker's assertion that the log ends where the replica believes stopped
+// the whole process.
+func TestTruncationInsideABatchFailsThePartition(t *testing.T) {
+	node := newTestNode(t, 2)
+	entries := metadataFor(1)
+	other := metadata.TopicPartition{Topic: "orders", Partition: 1}
+	create := entries[len(entries)-1].Record.(metadata.CreateTopic)
+	create.Partitions = append(create.Partitions, metadata.PartitionState{TopicPartition: other,
+		Replicas: []metadata.BrokerID{2, 1}, ISR: []metadata.BrokerID{2, 1}, Leader: 2})
+	entries[len(entries)-1].Record = create
+	if err := node.ApplyMetadata(entries); err != nil {
+		t.Fatal(err)
+	}
+	var fetch *replica.FetchRequest
+	for _, out := range pass(node).Peers {
+		if out.Message.Partition == orders {
+			fetch = out.Message.Fetch
+		}
+	}
+	records := record.AppendBatch(nil, record.BuildOptions{BaseOffset: 0, LeaderEpoch: 0,
+		Records: []record.Record{{Value: []byte("a")}, {Value: []byte("b")}, {Value: []byte("c")}, {Value: []byte("d")}}})
+	node.HandlePeer(1, PeerMessage{Partition: orders, FetchResponse: &replica.FetchResponse{ID: fetch.ID, HighWatermark: 0, Records: records}})
+	outbox := pass(node)
+	fetch = outbox.Peers[len(outbox.Peers)-1].Message.Fetch
+	if fetch.FetchOffset != 4 {
+		t.Fatalf("the follower fetches at %d, want 4", fetch.FetchOffset)
+	}
+	node.HandlePeer(1, PeerMessage{Partition: orders, FetchResponse: &replica.FetchResponse{ID: fetch.ID, HighWatermark: 0,
+		DivergingEpoch: &replica.EpochEndOffset{Epoch: 0, EndOffset: 2}}})
+	if err := node.Failed()[orders]; !errors.Is(err, ErrTruncationInsideBatch) {
+		t.Fatalf("failed partitions %v, want %s with ErrTruncationInsideBatch", node.Failed(), orders)
+	}
+	if _, _, hosted := node.Replica(orders); hosted {
+		t.Fatal("the failed partition is served")
+	}
+	batch := record.Build(record.BuildOptions{Records: []record.Record{{Value: []byte("x")}}})
+	node.HandleClient(ClientRequest{Client: 9, Partition: other, Produce: &replica.ProduceRequest{ID: 1, Batches: batch, Acks: replica.AcksLeader, TimeoutTicks: 100}})
+	outbox = pass(node)
+	if len(outbox.Clients) != 1 || outbox.Clients[0].Produce == nil || outbox.Clients[0].Produce.ErrorCode != 0 {
+		t.Fatalf("produce to the partition this broker leads: %+v", outbox.Clients)
+	}
+}

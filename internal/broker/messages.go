@@ -52,7 +52,13 @@ type ClientAnswer struct {
 // PeerMessage is replication traffic between brokers: a request from a
 // follower or the leader's answer to it. Exactly one field is set.
 type PeerMessage struct {
-	Partition                   metadata.TopicPartition
+	Partition metadata.TopicPartition
+	// TopicID is the id of the topic the sending replica belongs to, as
+	// the sender's metadata has it (NoTopicID for a topic created before
+	// topic ids): a follower fetches by it (KIP-516), so that a leader
+	// whose topic of that name is another incarnation does not take the
+	// follower for one of its own (rules.FetchByTopicID).
+	TopicID                     metadata.TopicID
 	Fetch                       *replica.FetchRequest
 	FetchResponse               *replica.FetchResponse
 	OffsetsForLeaderEpoch       *replica.OffsetsForLeaderEpochRequest

@@ -94,7 +94,7 @@ type Config struct {
 	// CleanerConfigs are the topics this node compacts (cleanup.policy
 	// compact), with their cleaner configs; see cleanerConfigFor.
 	CleanerConfigs map[string]commitlog.CleanerConfig
-	// CleanerIntervalTicks is how many ticks apart CleanLogs runs a pass;
+	// CleanerIntervalTicks is how many ticks apart Tick runs a cleaning pass;
 	// zero means CleanerIntervalTicksDefault.
 	CleanerIntervalTicks int64
 }
@@ -145,10 +145,12 @@ type Node struct {
 	deletions        []string
 	deletionsScanned bool
 	deletionsNamed   uint64
-	// cleanedAtTick is when CleanLogs last ran a pass, cleanerTurn whose
+	// cleanedAtTick is when Tick last ran a cleaning pass, cleanerTurn whose
 	// turn it was.
 	cleanedAtTick int64
 	cleanerTurn   int
+	// cleanerObserver, if set, sees every pass that cleaned a log.
+	cleanerObserver func(CleanReport)
 	// clockMs is the time the runtime last gave (SetClock), -1 before.
 	clockMs   int64
 	retention retentionSchedule
@@ -474,6 +476,12 @@ func (n *Node) Tick() {
 		n.process(tp, p)
 	}
 	n.maybeEnforceRetention()
+	n.maybeCleanLogs()
+	// A broker holds a block of producer ids from its start, not from its
+	// first InitProducerId: a producer asking then would get
+	// COORDINATOR_LOAD_IN_PROGRESS and back off (franz-go: 1.5 s before its
+	// first idempotent write).
+	n.maybeRequestProducerIDs()
 }
 
 // HandleClient routes a client request to its partition's replica.

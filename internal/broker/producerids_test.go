@@ -46,3 +46,37 @@ func TestProducerIDsComeFromControllerBlocks(t *testing.T) {
 		}
 	}
 }
+
+// A broker asks for its first block of producer ids at its first tick, not
+// at its first InitProducerId: the first idempotent producer then gets an
+// id at once instead of COORDINATOR_LOAD_IN_PROGRESS and a back-off
+// (franz-go's first idempotent write took 1.5 s). An unanswered request is
+// asked again after ProposalRetryTicks, and a broker holding a block asks
+// no more.
+func TestProducerIDsAskedForAtStart(t *testing.T) {
+	n := newTestNode(t, 1)
+	n.Tick()
+	if !n.TakeOutbox().AllocateProducerIDs {
+		t.Fatal("no block asked for at the first tick")
+	}
+	for range n.config.ProposalRetryTicks - 1 {
+		n.Tick()
+		if n.TakeOutbox().AllocateProducerIDs {
+			t.Fatal("asked again before the retry interval")
+		}
+	}
+	n.Tick()
+	if !n.TakeOutbox().AllocateProducerIDs {
+		t.Fatal("an unanswered request was not asked again")
+	}
+	n.HandleAllocateProducerIDsResponse(1000, 10, 0)
+	for range 2 * n.config.ProposalRetryTicks {
+		n.Tick()
+		if n.TakeOutbox().AllocateProducerIDs {
+			t.Fatal("asked for another block while holding a fresh one")
+		}
+	}
+	if answer, _ := initProducerID(t, n); answer.ErrorCode != 0 || answer.ProducerID != 1000 {
+		t.Fatalf("the first producer got %+v, want producer id 1000 at once", answer)
+	}
+}

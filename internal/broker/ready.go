@@ -1,11 +1,13 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/tidelog/tide/internal/commitlog"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/producer"
+	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
 )
 
@@ -50,8 +52,11 @@ func (n *Node) processFor(tp metadata.TopicPartition, p *partition, to destinati
 			}
 		}
 		for _, message := range ready.Messages {
+			// The image names the topic this replica belongs to: a topic
+			// deleted here takes its replicas with it.
+			id, _ := n.image.TopicID(tp.Topic)
 			n.outbox.Peers = append(n.outbox.Peers, Outbound{To: message.To, Message: PeerMessage{
-				Partition: tp, Fetch: message.Fetch, OffsetsForLeaderEpoch: message.OffsetsForLeaderEpoch,
+				Partition: tp, TopicID: id, Fetch: message.Fetch, OffsetsForLeaderEpoch: message.OffsetsForLeaderEpoch,
 			}})
 		}
 		for _, answer := range ready.Answers {
@@ -73,7 +78,7 @@ func (n *Node) applyLog(p *partition, ready replica.Ready) error {
 		var err error
 		switch op.Kind {
 		case replica.Truncate:
-			_, err = p.log.TruncateTo(op.Offset)
+			err = truncate(p, op.Offset)
 		case replica.TruncateFully:
 			err = p.log.TruncateFullyAndStartAt(op.Offset)
 		case replica.AssignEpoch:
@@ -94,6 +99,28 @@ func (n *Node) applyLog(p *partition, ready replica.Ready) error {
 		if err := p.log.AdvanceLogStartOffset(*ready.LogStartOffset); err != nil {
 			return fmt.Errorf("log start: %w", err)
 		}
+	}
+	return nil
+}
+
+// ErrTruncationInsideBatch is a truncation whose offset falls inside a
+// batch: the log can only cut between batches (a batch is one CRC), so it
+// ended below where the replica believes it ends. A leader answers a
+// diverging epoch with an offset that ends one of its own batches, which a
+// follower sharing its history also has; an offset inside one of the
+// follower's batches means the two logs share no history at all (a
+// follower of another incarnation of the topic, before topic ids). The
+// partition goes offline on this broker, and the broker serves on.
+var ErrTruncationInsideBatch = errors.New("broker: truncation inside a batch")
+
+// truncate carries out a replica's truncation.
+func truncate(p *partition, offset record.Offset) error {
+	end, err := p.log.TruncateTo(offset)
+	if err != nil {
+		return err
+	}
+	if end < offset {
+		return fmt.Errorf("%w: truncated to %d, the log ends at %d", ErrTruncationInsideBatch, offset, end)
 	}
 	return nil
 }

@@ -7,8 +7,10 @@
 //
 // What it decides: how requests are batched per source (every partition
 // that fetches from one source rides in one Fetch, with one Fetch in flight
-// at a time), the Kafka bytes of each request (Fetch v12 with replica id,
-// broker epoch, current leader epoch and last fetched epoch;
+// at a time, and the next waiting, at most MaxReadyWaitTicks, for the
+// partitions the last answer served to ask again), the Kafka bytes of each request (Fetch v13 by topic id, or v12
+// by name for a topic without one, with replica id, broker epoch, current
+// leader epoch and last fetched epoch;
 // OffsetForLeaderEpoch v3; ListOffsets v4 after OFFSET_OUT_OF_RANGE), how
 // each response is read, and when a request is overdue (counted in ticks)
 // and its connection given up.

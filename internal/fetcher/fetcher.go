@@ -17,16 +17,24 @@ import (
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
+	"github.com/tidelog/tide/internal/rules"
 )
 
 // The versions a follower sends.
 const (
-	// FetchVersion is the newest Fetch that names topics by name (v13+ use
-	// topic ids, which tide does not have). It carries CurrentLeaderEpoch
-	// (KIP-320), LastFetchedEpoch and DivergingEpoch (KIP-595 style), and
-	// ReplicaState (KIP-903) as a tagged field, which Kafka sends from v15
-	// and a v12 reader may skip.
-	FetchVersion = 12
+	// FetchVersion is the Fetch a follower sends for topics that have an
+	// id (KIP-516): v13 names topics by id alone, so that a leader whose
+	// topic of the same name is another incarnation (deleted and created
+	// again while this broker's metadata lagged) answers UNKNOWN_TOPIC_ID
+	// instead of serving and counting it (rules.FetchByTopicID). It carries
+	// CurrentLeaderEpoch (KIP-320), LastFetchedEpoch and DivergingEpoch
+	// (KIP-595 style), and ReplicaState (KIP-903) as a tagged field, which
+	// Kafka sends from v15 and a v12 or v13 reader may skip.
+	FetchVersion = 13
+	// FetchByNameVersion is the newest Fetch that names topics by name: a
+	// topic created before topic ids, until the controller assigns it one,
+	// is fetched with it.
+	FetchByNameVersion = 12
 	// OffsetsVersion is OffsetForLeaderEpoch's: v3 is the first with the
 	// replica id; v4 is flexible, v3 suffices.
 	OffsetsVersion = 3
@@ -34,6 +42,11 @@ const (
 	// OFFSET_OUT_OF_RANGE: v4 carries CurrentLeaderEpoch.
 	ListOffsetsVersion = 4
 )
+
+// MaxReadyWaitTicks bounds how long a source's next Fetch waits, after an
+// answer, for the partitions that answer served to ask again (see
+// source.awaiting).
+const MaxReadyWaitTicks = 2
 
 // Config configures a Fetcher.
 type Config struct {
@@ -55,6 +68,9 @@ type Config struct {
 	// MaxResponseBytes bounds a response the runtime reads off a source's
 	// connection.
 	MaxResponseBytes int
+	// Rules are the protocol rules in force: all of them outside the
+	// simulator and the scenarios (rules.FetchByTopicID is the fetcher's).
+	Rules rules.Rules
 }
 
 // Validate rejects a configuration that cannot work.
@@ -146,15 +162,33 @@ type source struct {
 	fetches map[metadata.TopicPartition]replica.FetchRequest
 	offsets map[metadata.TopicPartition]replica.OffsetsForLeaderEpochRequest
 	order   []metadata.TopicPartition
+	// topicIDs are the queued partitions' topic ids, NoTopicID for a topic
+	// without one.
+	topicIDs map[metadata.TopicPartition]metadata.TopicID
 	// inFlight are the requests sent and not yet answered, by correlation
 	// id; fetching says one of them is a Fetch.
 	inFlight map[int32]*sentRequest
 	fetching bool
+	// awaiting are the partitions the last Fetch answer served that have
+	// not asked again yet, and awaitUntil the tick past which the next
+	// Fetch leaves without them. A follower that took records asks for
+	// more only once they are synced, while one that took none asks at
+	// once: sending the idle partitions' Fetch first would have the leader
+	// park it for the whole long poll (MaxWaitMillis), and the partition
+	// whose next fetch lets the leader advance its high watermark and
+	// answer an acks=all write wait behind it, one Fetch in flight per
+	// source (500 ms per write on tide dev).
+	awaiting   map[metadata.TopicPartition]bool
+	awaitUntil int64
 }
 
 // sentRequest is one request on the wire: what each partition asked.
 type sentRequest struct {
 	fetches map[metadata.TopicPartition]replica.FetchRequest
+	// version is a Fetch's version, and names its topics' names by id when
+	// it fetched by id (a v13+ response names topics by id alone).
+	version int16
+	names   map[metadata.TopicID]string
 	offsets map[metadata.TopicPartition]replica.OffsetsForLeaderEpochRequest
 	// outOfRange are fetch answers of OFFSET_OUT_OF_RANGE held back while a
 	// ListOffsets asks the leader for its log end offset.
@@ -173,6 +207,7 @@ func (f *Fetcher) Enqueue(out broker.Outbound, address string) {
 		return // answers to peers travel as Kafka responses instead
 	}
 	for id, other := range f.sources {
+		delete(other.awaiting, m.Partition) // it asked again, here or elsewhere
 		if id != out.To {
 			other.dequeue(m.Partition)
 		}
@@ -182,6 +217,7 @@ func (f *Fetcher) Enqueue(out broker.Outbound, address string) {
 		return
 	}
 	s.dequeue(m.Partition)
+	s.topicIDs[m.Partition] = m.TopicID
 	if m.Fetch != nil {
 		s.fetches[m.Partition] = *m.Fetch
 	} else {
@@ -210,6 +246,8 @@ func (f *Fetcher) source(id metadata.BrokerID, address string) *source {
 		formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID("tide-replica-" + strconv.Itoa(int(f.config.Broker)))),
 		fetches:   map[metadata.TopicPartition]replica.FetchRequest{},
 		offsets:   map[metadata.TopicPartition]replica.OffsetsForLeaderEpochRequest{},
+		topicIDs:  map[metadata.TopicPartition]metadata.TopicID{},
+		awaiting:  map[metadata.TopicPartition]bool{},
 		inFlight:  map[int32]*sentRequest{}}
 	f.sources[id] = s
 	return s
@@ -223,6 +261,7 @@ func (s *source) dequeue(tp metadata.TopicPartition) {
 	}
 	delete(s.fetches, tp)
 	delete(s.offsets, tp)
+	delete(s.topicIDs, tp)
 	s.order = slices.DeleteFunc(s.order, func(queued metadata.TopicPartition) bool { return queued == tp })
 }
 
@@ -269,6 +308,7 @@ func (f *Fetcher) fail(s *source, conn ConnID, reason string) []Delivery {
 		f.outbox.Closes = append(f.outbox.Closes, Close{Source: s.id, Conn: conn, Reason: reason})
 	}
 	s.conn, s.fetching = 0, false
+	clear(s.awaiting)
 	sent := s.inFlight
 	s.inFlight = map[int32]*sentRequest{}
 	var failed []Delivery
@@ -357,6 +397,22 @@ func (f *Fetcher) Tick() []Delivery {
 	return failed
 }
 
+// awaitAnswered has the source's next Fetch wait for the partitions a Fetch
+// answer served without error: each asks again as soon as it has taken the
+// answer (and synced what it appended). One answered with an error backs
+// off instead, and is not waited for.
+func (f *Fetcher) awaitAnswered(s *source, answered []Delivery) {
+	clear(s.awaiting)
+	for _, delivery := range answered {
+		tp := delivery.Message.Partition
+		_, queued := s.fetches[tp]
+		if response := delivery.Message.FetchResponse; response != nil && response.ErrorCode == 0 && !queued {
+			s.awaiting[tp] = true
+		}
+	}
+	s.awaitUntil = f.now + MaxReadyWaitTicks
+}
+
 // ErrorCounts is a copy of the partition errors received, by Kafka error
 // name.
 func (f *Fetcher) ErrorCounts() map[string]int64 { return maps.Clone(f.errors) }
@@ -387,6 +443,7 @@ func (f *Fetcher) Received(id metadata.BrokerID, conn ConnID, payload []byte) []
 	case sent.fetches != nil:
 		s.fetching = false
 		out, err = f.fetchResponse(s, sent, payload[4:])
+		f.awaitAnswered(s, out)
 	case sent.outOfRange != nil:
 		out, err = f.listOffsetsResponse(s, sent, payload[4:])
 	default:

@@ -12,6 +12,7 @@ import (
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
+	"github.com/tidelog/tide/internal/rules"
 )
 
 // send sends a source's queued OffsetsForLeaderEpoch requests at once, and
@@ -19,17 +20,30 @@ import (
 // wait for it to come back and then leave together (Kafka's
 // AbstractFetcherThread batches the same way). The leader holds a Fetch
 // until it has data or MaxWaitMillis passes, so an idle follower costs two
-// requests a second per source, not a busy loop.
+// requests a second per source, not a busy loop. A Fetch names its topics
+// either by id or by name: the oldest queued fetch chooses, and the
+// partitions of the other kind (topics created before topic ids) leave
+// with the next one. After an answer, the next Fetch waits (at most
+// MaxReadyWaitTicks) for the partitions it served to ask again
+// (source.awaiting).
 func (f *Fetcher) send(s *source) {
 	if s.conn == 0 || len(s.order) == 0 {
 		return
 	}
+	holdFetches := s.fetching
+	if len(s.awaiting) > 0 && f.now < s.awaitUntil {
+		holdFetches = true
+	} else {
+		clear(s.awaiting)
+	}
 	var fetch *kmsg.FetchRequest
 	var offsets *kmsg.OffsetForLeaderEpochRequest
-	fetched := map[metadata.TopicPartition]replica.FetchRequest{}
+	fetching := &sentRequest{fetches: map[metadata.TopicPartition]replica.FetchRequest{}, names: map[metadata.TopicID]string{},
+		deadline: f.now + f.config.FetchTimeoutTicks}
 	asked := map[metadata.TopicPartition]replica.OffsetsForLeaderEpochRequest{}
 	kept := s.order[:0]
 	for _, tp := range s.order {
+		id := s.topicIDs[tp]
 		if request, ok := s.offsets[tp]; ok {
 			if offsets == nil {
 				offsets = f.newOffsetsRequest()
@@ -37,18 +51,22 @@ func (f *Fetcher) send(s *source) {
 			addOffsetsPartition(offsets, tp, request)
 			asked[tp] = request
 			delete(s.offsets, tp)
+			delete(s.topicIDs, tp)
 			continue
 		}
-		if s.fetching {
+		if fetch == nil && !holdFetches {
+			fetch = f.newFetchRequest(s.fetches[tp].ReplicaEpoch, f.fetchesByID(id))
+			fetching.version = fetch.Version
+		}
+		if holdFetches || f.fetchesByID(id) != (fetch.Version >= 13) {
 			kept = append(kept, tp)
 			continue
 		}
-		if fetch == nil {
-			fetch = f.newFetchRequest(s.fetches[tp].ReplicaEpoch)
-		}
-		f.addFetchPartition(fetch, tp, s.fetches[tp])
-		fetched[tp] = s.fetches[tp]
+		addFetchPartition(fetch, tp, id, min(s.fetches[tp].MaxBytes, int64(f.config.MaxBytes)), s.fetches[tp])
+		fetching.fetches[tp] = s.fetches[tp]
+		fetching.names[id] = tp.Topic
 		delete(s.fetches, tp)
+		delete(s.topicIDs, tp)
 	}
 	clear(s.order[len(kept):])
 	s.order = kept
@@ -57,8 +75,14 @@ func (f *Fetcher) send(s *source) {
 	}
 	if fetch != nil {
 		s.fetching = true
-		f.write(s, fetch, &sentRequest{fetches: fetched, deadline: f.now + f.config.FetchTimeoutTicks})
+		f.write(s, fetch, fetching)
 	}
+}
+
+// fetchesByID reports whether a topic is fetched by its id: whenever it
+// has one (rules.FetchByTopicID).
+func (f *Fetcher) fetchesByID(id metadata.TopicID) bool {
+	return !id.IsZero() && f.config.Rules.On(rules.FetchByTopicID)
 }
 
 // write encodes a request, size prefix included, for the runtime to send.
@@ -68,9 +92,12 @@ func (f *Fetcher) write(s *source, request kmsg.Request, sent *sentRequest) {
 	f.outbox.Sends = append(f.outbox.Sends, Send{Source: s.id, Conn: s.conn, Bytes: s.formatter.AppendRequest(nil, request, s.correlation)})
 }
 
-func (f *Fetcher) newFetchRequest(epoch metadata.BrokerEpoch) *kmsg.FetchRequest {
+func (f *Fetcher) newFetchRequest(epoch metadata.BrokerEpoch, byID bool) *kmsg.FetchRequest {
 	request := kmsg.NewPtrFetchRequest()
-	request.Version = FetchVersion
+	request.Version = FetchByNameVersion
+	if byID {
+		request.Version = FetchVersion
+	}
 	request.ReplicaID = int32(f.config.Broker)
 	request.ReplicaState.ID, request.ReplicaState.Epoch = int32(f.config.Broker), int64(epoch)
 	request.MaxWaitMillis = f.config.MaxWaitMillis
@@ -79,22 +106,27 @@ func (f *Fetcher) newFetchRequest(epoch metadata.BrokerEpoch) *kmsg.FetchRequest
 	return request
 }
 
-func (f *Fetcher) addFetchPartition(request *kmsg.FetchRequest, tp metadata.TopicPartition, fetch replica.FetchRequest) {
+// addFetchPartition adds one partition, under its topic's id at v13+ and
+// its name below.
+func addFetchPartition(request *kmsg.FetchRequest, tp metadata.TopicPartition, id metadata.TopicID, maxBytes int64, fetch replica.FetchRequest) {
 	partition := kmsg.NewFetchRequestTopicPartition()
 	partition.Partition = tp.Partition
 	partition.CurrentLeaderEpoch = int32(fetch.CurrentLeaderEpoch)
 	partition.FetchOffset = int64(fetch.FetchOffset)
 	partition.LastFetchedEpoch = int32(fetch.LastFetchedEpoch)
 	partition.LogStartOffset = int64(fetch.LogStartOffset)
-	partition.PartitionMaxBytes = int32(min(fetch.MaxBytes, int64(f.config.MaxBytes)))
+	partition.PartitionMaxBytes = int32(maxBytes)
 	for i := range request.Topics {
-		if request.Topics[i].Topic == tp.Topic {
+		if request.Version >= 13 && request.Topics[i].TopicID == id || request.Version < 13 && request.Topics[i].Topic == tp.Topic {
 			request.Topics[i].Partitions = append(request.Topics[i].Partitions, partition)
 			return
 		}
 	}
 	topic := kmsg.NewFetchRequestTopic()
 	topic.Topic, topic.Partitions = tp.Topic, []kmsg.FetchRequestTopicPartition{partition}
+	if request.Version >= 13 {
+		topic.TopicID = id
+	}
 	request.Topics = append(request.Topics, topic)
 }
 
@@ -130,7 +162,7 @@ func (f *Fetcher) fetchResponse(s *source, sent *sentRequest, body []byte) ([]De
 		return nil, err
 	}
 	response := kmsg.NewPtrFetchResponse()
-	response.Version = FetchVersion
+	response.Version = sent.version
 	if err := response.ReadFrom(body); err != nil {
 		return nil, fmt.Errorf("%w: fetch: %v", errMalformed, err)
 	}
@@ -138,8 +170,12 @@ func (f *Fetcher) fetchResponse(s *source, sent *sentRequest, body []byte) ([]De
 	answered := map[metadata.TopicPartition]bool{}
 	outOfRange := map[metadata.TopicPartition]replica.FetchResponse{}
 	for _, topic := range response.Topics {
+		name := topic.Topic
+		if sent.version >= 13 {
+			name = sent.names[topic.TopicID] // "" for an id not asked: skipped
+		}
 		for _, partition := range topic.Partitions {
-			tp := metadata.TopicPartition{Topic: topic.Topic, Partition: partition.Partition}
+			tp := metadata.TopicPartition{Topic: name, Partition: partition.Partition}
 			asked, ok := sent.fetches[tp]
 			if !ok || answered[tp] {
 				continue

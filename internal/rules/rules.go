@@ -116,12 +116,25 @@ const (
 	// ISR expansion, and only when every added replica is in the ISR take
 	// the removed ones out, with ISR := ISR ∩ target.
 	ReassignmentCompletesInISR Rule = "reassignment-completes-in-isr"
+	// FetchByTopicID is the recreated-topic failure (KIP-516's motivation):
+	// a follower whose metadata lags behind a topic's deletion and
+	// re-creation under the same name keeps fetching the name, and the
+	// leader takes it for a follower of the new topic. Both incarnations
+	// start at leader epoch 0, so no epoch check tells them apart: the
+	// leader truncates the follower's copy of the old topic to the new
+	// log's end and counts it toward the new topic's high watermark, and an
+	// acks=all write is acknowledged with an ISR member that does not hold
+	// it (or, when the new end falls inside an old batch, the truncation
+	// fails the follower's partition). The rule: a follower fetches a
+	// topic that has an id by that id (Fetch v13+), and a leader that does
+	// not know the id answers UNKNOWN_TOPIC_ID and never serves or counts it.
+	FetchByTopicID Rule = "recreated-topic"
 )
 
 // All lists every rule, in a stable order.
 func All() []Rule {
 	return []Rule{EpochTruncation, FencedFetch, EpochSafeISRJoin, MonotonicHighWatermark, OrderedMetadata, CommittedMeansDurable, CleanBelowHighWatermark,
-		AnswerAfterCommit, LoadCommittedOnly, MinISRRace, ReassignmentCompletesInISR}
+		AnswerAfterCommit, LoadCommittedOnly, MinISRRace, ReassignmentCompletesInISR, FetchByTopicID}
 }
 
 // Parse returns the rule with the given name.

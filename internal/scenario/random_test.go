@@ -394,6 +394,12 @@ func TestRandomSchedulesFindEachLegacyFailure(t *testing.T) {
 				// (sim.TestReassignUnderLoad, TestEachLegacyRuleIsFound).
 				t.Skip("no scenario reassigns a partition")
 			}
+			if rule == rules.FetchByTopicID {
+				// The schedules' cluster has one topic, never deleted;
+				// sim.TestRecreatedTopicDoesNotCountALaggingFollower
+				// shows this one.
+				t.Skip("no schedule re-creates a topic")
+			}
 			t.Parallel()
 			for seed := uint64(1); seed <= uint64(budget); seed++ {
 				if failure := randomSchedule(seed, []rules.Rule{rule}); failure != "" {

@@ -344,11 +344,7 @@ func (s *Server) tick() {
 	nowMs := time.Now().UnixMilli()
 	s.frontend.SetClock(nowMs)
 	s.measureVolume(nowMs)
-	s.frontend.Tick()
-	if node := s.lifecycle.Node(); node != nil {
-		// The log cleaner's pass, if one is due, on the wall clock.
-		node.CleanLogs(time.Now().UnixMilli())
-	}
+	s.frontend.Tick() // the node's Tick runs the log cleaner, on nowMs
 }
 
 // controllerHint is the active controller as this node's own controller

@@ -184,6 +184,20 @@ func (c *checker) observeAck(tp metadata.TopicPartition, base record.Offset, bat
 	}
 }
 
+// forget drops what the checker knows of a partition whose topic was
+// deleted: the topic created again under its name starts another log.
+func (c *checker) forget(tp metadata.TopicPartition) {
+	delete(c.acked, tp)
+	delete(c.read, tp)
+	delete(c.built, tp)
+	delete(c.lastAck, tp)
+	for seen := range c.highestHighWatermark {
+		if seen.partition == tp {
+			delete(c.highestHighWatermark, seen)
+		}
+	}
+}
+
 // observeBuilt counts a batch a producer built, once however often it is
 // sent (see checker.built).
 func (c *checker) observeBuilt(tp metadata.TopicPartition, batch []byte) {

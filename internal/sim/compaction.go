@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"github.com/tidelog/tide/internal/wire"
 	"math/rand/v2"
+	"slices"
 	"sort"
 
+	"github.com/tidelog/tide/internal/broker"
 	"github.com/tidelog/tide/internal/commitlog"
+	"github.com/tidelog/tide/internal/logconfig"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 )
@@ -15,7 +18,9 @@ import (
 // Compaction in the simulator: a third of the seeds make the workload topic
 // compacted (cleanup.policy=compact). Its producers write keyed records
 // from a few keys, some of them tombstones, into small segments, and every
-// broker runs its log cleaner (broker.Node.CleanLogs) on the virtual clock.
+// broker runs its log cleaner (from broker.Node.Tick, as tide serve does) on
+// the virtual clock; a topic compacted through its cleanup.policy config
+// is cleaned, and checked, the same way.
 // The checker then holds those partitions to invariant 8 of DESIGN.md
 // section 3 record by record instead of batch by batch (the cleaner
 // rewrites batches, and each replica cleans on its own):
@@ -82,16 +87,14 @@ func (w *world) cleanerConfigs() map[string]commitlog.CleanerConfig {
 	return map[string]commitlog.CleanerConfig{workloadTopic: w.shape.compaction.cleaner}
 }
 
-// clean runs a broker's cleaner, if a pass is due, on the virtual clock (a
-// tick is 10 ms).
-func (w *world) clean(b *brokerProcess) {
-	if b.node == nil || !w.shape.compaction.on {
-		return
-	}
-	if tp, result, cleaned := b.node.CleanLogs(w.now * 10); cleaned {
+// observeCleaner returns what a broker's node calls with every cleaning
+// pass that cleaned a log (its Tick runs the cleaner on the virtual clock).
+func (w *world) observeCleaner(b *brokerProcess) func(broker.CleanReport) {
+	return func(report broker.CleanReport) {
+		result := report.Result
 		w.stats.cleanerPasses++
 		w.trace("b%d %s: cleaned [%d, %d): %d segments, %d records and %d tombstones removed",
-			b.id, tp, result.FirstDirty, result.End, result.SegmentsRewritten, result.RecordsRemoved, result.TombstonesRemoved)
+			b.id, report.Partition, result.FirstDirty, result.End, result.SegmentsRewritten, result.RecordsRemoved, result.TombstonesRemoved)
 	}
 }
 
@@ -136,7 +139,15 @@ type compactionChecker struct {
 }
 
 func (c *checker) compacted(tp metadata.TopicPartition) bool {
-	return c.w.shape.compaction.on && (tp.Topic == workloadTopic || tp.Topic == wire.OffsetsTopic)
+	if c.w.shape.compaction.on && (tp.Topic == workloadTopic || tp.Topic == wire.OffsetsTopic) {
+		return true
+	}
+	img := c.w.metadataImage()
+	policy, ok := img.TopicConfigValue(tp.Topic, "cleanup.policy")
+	if !ok {
+		policy, ok = img.BrokerDefault("log.cleanup.policy")
+	}
+	return ok && slices.Contains(logconfig.ListItems(policy), "compact")
 }
 
 // learn records committed records (batches at their offsets).

@@ -32,6 +32,11 @@ func TestEachLegacyRuleIsFound(t *testing.T) {
 				// min-isr-race --legacy).
 				t.Skip("found by the min-isr-race scenario, not by random seeds")
 			}
+			if rule == rules.FetchByTopicID {
+				// No random run re-creates a topic under a name it had:
+				// TestRecreatedTopicDoesNotCountALaggingFollower shows it.
+				t.Skip("a scripted test shows this rule")
+			}
 			t.Parallel()
 			for seed := uint64(1); seed <= uint64(legacyBudget); seed++ {
 				result := Run(Options{Seed: seed, Legacy: []rules.Rule{rule}})

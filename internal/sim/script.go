@@ -247,6 +247,26 @@ func (s *Script) CreateTopic(name string, replicas []metadata.BrokerID, minInsyn
 	if s.topic {
 		return fmt.Errorf("a script has one topic, and it exists")
 	}
+	if err := s.createTopic(name, replicas, minInsyncReplicas); err != nil {
+		return err
+	}
+	s.topic = true
+	s.partition = metadata.TopicPartition{Topic: name, Partition: 0}
+	hosted := func() bool {
+		for _, id := range replicas {
+			if node := s.w.broker(id).node; node == nil || len(node.Partitions()) == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	if _, ok := s.RunUntil(hosted, scriptStartTicks); !ok {
+		return fmt.Errorf("the replicas did not all open the partition within %d ticks", scriptStartTicks)
+	}
+	return nil
+}
+
+func (s *Script) createTopic(name string, replicas []metadata.BrokerID, minInsyncReplicas int) error {
 	for _, id := range replicas {
 		if _, err := s.broker(id); err != nil {
 			return err
@@ -263,18 +283,40 @@ func (s *Script) CreateTopic(name string, replicas []metadata.BrokerID, minInsyn
 	if answer.ErrorCode != 0 {
 		return fmt.Errorf("create topic %s: %s", name, controller.CodeName(answer.ErrorCode))
 	}
-	s.topic = true
-	s.partition = metadata.TopicPartition{Topic: name, Partition: 0}
-	hosted := func() bool {
-		for _, id := range replicas {
-			if node := s.w.broker(id).node; node == nil || len(node.Partitions()) == 0 {
-				return false
-			}
-		}
-		return true
+	return nil
+}
+
+// RecreateTopic deletes the script's topic and creates it again under its
+// name on the given replicas: another incarnation, with another topic id
+// and leader epochs from 0 again. It runs until the first replica leads
+// the new incarnation; a broker whose metadata is held keeps the old one.
+// The checker forgets what was acknowledged and read of the old one.
+func (s *Script) RecreateTopic(replicas []metadata.BrokerID, minInsyncReplicas int) error {
+	if err := s.needTopic(); err != nil {
+		return err
 	}
-	if _, ok := s.RunUntil(hosted, scriptStartTicks); !ok {
-		return fmt.Errorf("the replicas did not all open the partition within %d ticks", scriptStartTicks)
+	answer, err := s.adminRequest(quorum.Request{DeleteTopic: &quorum.DeleteTopicRequest{Name: s.partition.Topic}})
+	if err != nil {
+		return err
+	}
+	if answer.ErrorCode != 0 {
+		return fmt.Errorf("delete topic %s: %s", s.partition.Topic, controller.CodeName(answer.ErrorCode))
+	}
+	if err := s.createTopic(s.partition.Topic, replicas, minInsyncReplicas); err != nil {
+		return err
+	}
+	s.w.checker.forget(s.partition)
+	id, _ := s.w.metadataImage().TopicID(s.partition.Topic)
+	leads := func() bool {
+		node := s.w.broker(replicas[0]).node
+		if node == nil {
+			return false
+		}
+		applied, _ := node.Image().TopicID(s.partition.Topic)
+		return applied == id && s.Leads(replicas[0])
+	}
+	if _, ok := s.RunUntil(leads, scriptStartTicks); !ok {
+		return fmt.Errorf("broker %d did not lead the new topic within %d ticks", replicas[0], scriptStartTicks)
 	}
 	return nil
 }

@@ -192,7 +192,7 @@ func (w *world) frontendConfig(id metadata.BrokerID) frontend.Config {
 		Groups: w.groupConfig(), OffsetsTopicPartitions: offsetsTopicPartitions,
 		Fetcher: fetcher.Config{Broker: id, MaxWaitMillis: replicaFetchMaxWaitTicks * 10, MinBytes: 1, MaxBytes: 10 << 20,
 			FetchTimeoutTicks: replicaFetchMaxWaitTicks + replicaRequestTimeoutTicks, RequestTimeoutTicks: replicaRequestTimeoutTicks,
-			MaxResponseBytes: 21 << 20}}
+			MaxResponseBytes: 21 << 20, Rules: w.rules}}
 }
 
 // newNode creates the node once the controller gave the incarnation an
@@ -208,6 +208,7 @@ func (w *world) newNode(b *brokerProcess, epoch metadata.BrokerEpoch) *broker.No
 		CleanerConfigs: w.cleanerConfigs(), CleanerIntervalTicks: w.shape.compaction.intervalTicks,
 	}, epoch)
 	b.node.Observe(w.checker.observe(b))
+	b.node.ObserveCleaner(w.observeCleaner(b))
 	if b.losesAtRegistration {
 		w.holders.lose(b.id, w.now, b.lostBy)
 		b.losesAtRegistration = false
@@ -276,7 +277,6 @@ func (w *world) stepBroker(b *brokerProcess) {
 		b.fe.SetVolume(simulatedVolume(b.node))
 	}
 	b.fe.Tick()
-	w.clean(b)
 	w.maintainFetchers(b)
 	w.flush(b)
 	if b.shuttingDown && b.lifecycle.ShutDown() {

@@ -49,8 +49,9 @@ import (
 //     as a consumer's.
 //   - ReplicaState (KIP-903: the follower's broker id and broker epoch) is
 //     a tagged field, tag 1, which Kafka sends from v15 on, where it
-//     replaces ReplicaID. tide's followers fetch with v12 and send it there
-//     too: a tagged field any v12 reader may skip. A follower fetch without
+//     replaces ReplicaID. tide's followers fetch with v13 (v12 for a topic
+//     without an id) and send it there too: a tagged field any v12 reader
+//     may skip. A follower fetch without
 //     it, or whose ReplicaState names another broker, carries no broker
 //     epoch, and the Backend may refuse it.
 //   - A partition named more than once is read and answered once, where it
@@ -61,7 +62,12 @@ import (
 //     not know (the zero id included) is UNKNOWN_TOPIC_ID for each of its
 //     partitions, answered after the known topics, and never reaches the
 //     Backend: a client holding a deleted topic's id is not served the
-//     topic that took its name. v14 adds nothing tide uses (no tiered
+//     topic that took its name, and a follower whose metadata lags behind
+//     a deletion and re-creation is neither served nor counted toward the
+//     new topic's high watermark (rules.FetchByTopicID). Kafka answers
+//     INCONSISTENT_TOPIC_ID where its metadata knows the id but the log
+//     holds another; a tide broker serves no partition whose directory
+//     holds another topic's id, so that case does not arise. v14 adds nothing tide uses (no tiered
 //     storage).
 //   - LogEndOffsetTag (v12+, flexible): a debugging fetch (replica id -2)
 //     carrying this tagged field gets, in the same tag of each partition
