@@ -98,7 +98,7 @@ func (in *injector) inject(ctx context.Context, kind string, record *FaultRecord
 	switch kind {
 	case FaultKillLeader, FaultKillLeaderAfterAck:
 		partition := int32(in.random.IntN(in.config.Partitions))
-		leader := in.cluster.leader(ctx, in.config.Topic, partition)
+		leader := in.waitForLeader(ctx, partition)
 		record.Note = fmt.Sprintf("leader of partition %d", partition)
 		if kind == FaultKillLeaderAfterAck && leader != 0 {
 			in.waitForAck(ctx, partition)
@@ -139,6 +139,18 @@ func (in *injector) inject(ctx context.Context, kind string, record *FaultRecord
 		return heal, in.cluster.firewall.cutController(victim, in.cluster.node(victim).controller, others)
 	}
 	return nil, fmt.Errorf("unknown fault kind %q", kind)
+}
+
+// waitForLeader waits up to 10 s for partition to have a leader (a fault
+// just healed may have left it without one) and returns it, or 0.
+func (in *injector) waitForLeader(ctx context.Context, partition int32) int32 {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		leader := in.cluster.leader(ctx, in.config.Topic, partition)
+		if leader != 0 || time.Now().After(deadline) || !sleep(ctx, 100*time.Millisecond) {
+			return leader
+		}
+	}
 }
 
 // waitForAck waits for the next acknowledgement on partition, so its
