@@ -104,7 +104,11 @@ func (c *cluster) start(id int32) error {
 	}
 	command := exec.Command(c.binary, "serve", "--id", strconv.Itoa(int(id)), "--controllers", c.voters, "--data-dir", n.dir,
 		"--kafka-listen", n.kafka, "--session-timeout", c.config.SessionTimeout.String(),
-		"--heartbeat-interval", (c.config.SessionTimeout / 10).String(), "--election-timeout", "1s")
+		"--heartbeat-interval", (c.config.SessionTimeout / 10).String(), "--election-timeout", "1s",
+		// Leadership goes back to the preferred replicas within seconds of
+		// a restart: more leader changes under load, and a killed
+		// leader's partitions spread again.
+		"--leader-imbalance-check-interval", "5s")
 	command.Stdout, command.Stderr = log, log
 	command.Env = append(os.Environ(), c.config.BinaryEnv...)
 	// The nodes die with this process, whatever kills it.

@@ -224,9 +224,11 @@ func pollOnce(ctx context.Context, config Config, id int32, broker *kgo.Broker, 
 		return
 	}
 	var samples []Sample
+	fenced := false
 	epochs.mu.Lock()
 	for _, t := range response.(*kmsg.ListOffsetsResponse).Topics {
 		for _, p := range t.Partitions {
+			fenced = fenced || p.ErrorCode == kerr.FencedLeaderEpoch.Code
 			if p.ErrorCode != 0 || p.Partition < 0 || int(p.Partition) >= len(epochs.epochs) {
 				continue
 			}
@@ -240,4 +242,30 @@ func pollOnce(ctx context.Context, config Config, id int32, broker *kgo.Broker, 
 		samples[i].EndMs = end
 	}
 	r.add(func(h *History) { h.Samples = append(h.Samples, samples...) })
+	if fenced {
+		learnEpochs(attempt, config, broker, epochs)
+	}
+}
+
+// learnEpochs takes the leader epochs a broker's Metadata has: one that
+// fenced a request knows a newer epoch than the poller, and a new leader
+// is only asked with its own epoch once the poller has learned it.
+func learnEpochs(ctx context.Context, config Config, broker *kgo.Broker, epochs *knownEpochs) {
+	request := kmsg.NewPtrMetadataRequest()
+	topic := kmsg.NewMetadataRequestTopic()
+	topic.Topic = kmsg.StringPtr(config.Topic)
+	request.Topics = append(request.Topics, topic)
+	response, err := broker.RetriableRequest(ctx, request)
+	if err != nil {
+		return
+	}
+	epochs.mu.Lock()
+	defer epochs.mu.Unlock()
+	for _, t := range response.(*kmsg.MetadataResponse).Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode == 0 && p.Partition >= 0 && int(p.Partition) < len(epochs.epochs) {
+				epochs.epochs[p.Partition] = max(epochs.epochs[p.Partition], p.LeaderEpoch)
+			}
+		}
+	}
 }
