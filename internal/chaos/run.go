@@ -153,7 +153,9 @@ func Run(ctx context.Context, config Config) (report Report, err error) {
 		return report, err
 	}
 	defer func() {
-		if !config.Keep && err == nil {
+		// A failed run keeps its directory (the nodes' logs say why); an
+		// interrupted one is removed like a finished one.
+		if !config.Keep && (err == nil || ctx.Err() != nil) {
 			os.RemoveAll(root)
 		}
 	}()
@@ -188,6 +190,9 @@ func Run(ctx context.Context, config Config) (report Report, err error) {
 	r.began = time.Now()
 	if err := runWorkload(ctx, config, c, r, kinds, &report); err != nil {
 		return report, err
+	}
+	if ctx.Err() != nil {
+		return report, fmt.Errorf("interrupted: the faults were healed, the nodes stopped and the iptables rules removed")
 	}
 	c.stopAll(config.Out)
 	r.history.Replicas = readReplicas(config, c, r.history.Final)
@@ -240,7 +245,7 @@ func runWorkload(ctx context.Context, config Config, c *cluster, r *recorder, ki
 		p.stop(30 * time.Second)
 	}
 	r.history.Settled = waitSettled(ctx, config, c, 60*time.Second)
-	if !r.history.Settled {
+	if !r.history.Settled && ctx.Err() == nil {
 		fmt.Fprintf(config.Out, "the cluster did not settle within 60 s: replicas are compared without requiring each to be complete\n")
 	}
 	final := readFinal(ctx, config, seeds)

@@ -161,6 +161,7 @@ func listOffset(ctx context.Context, client *kgo.Client, topic string, partition
 	part.Partition, part.Timestamp = partition, timestamp
 	entry.Partitions = append(entry.Partitions, part)
 	request.Topics = append(request.Topics, entry)
+	last := error(nil)
 	for ctx.Err() == nil {
 		response, err := request.RequestWith(ctx, client)
 		if err == nil && len(response.Topics) == 1 && len(response.Topics[0].Partitions) == 1 {
@@ -170,9 +171,10 @@ func listOffset(ctx context.Context, client *kgo.Client, topic string, partition
 			}
 			err = kerr.ErrorForCode(answer.ErrorCode)
 		}
+		last = err
 		sleep(ctx, 200*time.Millisecond)
 	}
-	return 0, ctx.Err()
+	return 0, fmt.Errorf("%w (last: %v)", ctx.Err(), last)
 }
 
 // readReplicas reads every replica's log from its directory, after the

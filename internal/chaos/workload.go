@@ -42,14 +42,16 @@ func (r *recorder) acknowledgedSince(ms int64) int {
 }
 
 // producer writes unique values round-robin over the topic's partitions at
-// a fixed rate, with at most maxInFlight records unanswered, and records
-// every outcome.
+// a fixed rate, with at most maxInFlightPerPartition records unanswered on
+// each partition, and records every outcome. A partition at its limit (its
+// leader gone) is skipped, not waited for, so the others go on and the
+// timeline shows what the cluster could take.
 type producer struct {
 	client *kgo.Client
 	done   chan struct{}
 }
 
-const maxInFlight = 200
+const maxInFlightPerPartition = 100
 
 func startProducer(ctx context.Context, config Config, seeds []string, name string, r *recorder) (*producer, error) {
 	options := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(config.Topic),
@@ -67,7 +69,10 @@ func startProducer(ctx context.Context, config Config, seeds []string, name stri
 	interval := time.Second * time.Duration(config.Producers) / time.Duration(config.RatePerSecond)
 	go func() {
 		defer close(p.done)
-		slots := make(chan struct{}, maxInFlight)
+		slots := make([]chan struct{}, config.Partitions)
+		for i := range slots {
+			slots[i] = make(chan struct{}, maxInFlightPerPartition)
+		}
 		ticker := time.NewTicker(interval)
 		defer ticker.Stop()
 		for sequence := 0; ; sequence++ {
@@ -76,12 +81,12 @@ func startProducer(ctx context.Context, config Config, seeds []string, name stri
 				return
 			case <-ticker.C:
 			}
+			partition := int32(sequence % config.Partitions)
 			select {
-			case <-ctx.Done():
-				return
-			case slots <- struct{}{}:
+			case slots[partition] <- struct{}{}:
+				p.produce(config, fmt.Sprintf("%s-%08d", name, sequence), partition, slots[partition], r)
+			default:
 			}
-			p.produce(config, fmt.Sprintf("%s-%08d", name, sequence), int32(sequence%config.Partitions), slots, r)
 		}
 	}()
 	return p, nil
