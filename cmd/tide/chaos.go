@@ -181,8 +181,8 @@ func printChaosReport(w io.Writer, report chaos.Report) {
 	fmt.Fprintln(w)
 	chaos.WriteTimeline(w, report.History, report.Seconds)
 	r := report.Result
-	fmt.Fprintf(w, "\nproduced: %d acknowledged, %d failed, %d indefinite (%d of them in the log); %d acknowledged in the 5 s after healing\n",
-		r.Acknowledged, r.Failed, r.Indefinite, r.IndefinitePresent, report.Recovered)
+	fmt.Fprintf(w, "\nproduced: %d acknowledged, %d failed, %d indefinite (%d of them in the log); %d acknowledged in the %s after healing\n",
+		r.Acknowledged, r.Failed, r.Indefinite, r.IndefinitePresent, report.Recovered, chaos.RecoveryWindow)
 	fmt.Fprintf(w, "read: %d records during the run; %d high watermark samples; settled: %t\n", r.Reads, r.Samples, report.History.Settled)
 	fmt.Fprintf(w, "faults: %s\n", chaos.SortedCounts(chaos.FaultCounts(report.History)))
 	for _, skipped := range report.Skipped {

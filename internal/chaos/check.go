@@ -35,6 +35,9 @@ const (
 	// ReplicaShort: after the cluster settled, a replica lacks committed
 	// batches below the high watermark.
 	KindReplicaShort = "replica-short"
+	// NoRecovery: nothing was acknowledged in the RecoveryWindow after
+	// every fault healed.
+	KindNoRecovery = "no-recovery"
 )
 
 // Violation is one broken guarantee.
@@ -86,6 +89,7 @@ func Check(h History) Result {
 	checkReads(h, found, &result)
 	checkHighWatermarks(h.Samples, &result)
 	checkReplicas(h, &result)
+	checkRecovery(h, &result)
 	result.Reads, result.Samples = len(h.Reads), len(h.Samples)
 	return result
 }
@@ -166,6 +170,25 @@ func checkAcknowledged(p Produce, where []location, ends map[int32]int64, result
 	case where[0] != location{p.Partition, p.Offset}:
 		result.Violations = append(result.Violations, Violation{Kind: KindWrongOffset, Partition: p.Partition,
 			Detail: fmt.Sprintf("%s acknowledged at %d-%d is at %d-%d", p.Value, p.Partition, p.Offset, where[0].partition, where[0].offset)})
+	}
+}
+
+// checkRecovery flags a cluster that acknowledged nothing after the
+// faults healed, though producers were writing.
+func checkRecovery(h History, result *Result) {
+	if h.HealedMs == 0 {
+		return
+	}
+	sent := false
+	for _, p := range h.Produces {
+		if p.AnsweredMs >= h.HealedMs && p.Outcome == Acknowledged {
+			return
+		}
+		sent = sent || p.SentMs >= h.HealedMs
+	}
+	if sent {
+		result.Violations = append(result.Violations, Violation{Kind: KindNoRecovery, Partition: -1,
+			Detail: fmt.Sprintf("records were produced after every fault healed (%d ms) and none was acknowledged", h.HealedMs)})
 	}
 }
 

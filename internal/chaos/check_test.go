@@ -79,6 +79,10 @@ func TestCheckerFlagsDoctoredHistories(t *testing.T) {
 		}, KindReadTakenBack},
 		{"diverging replicas", func(h *History) { h.Replicas[2].Batches[1].Digest = "xx" }, KindReplicasDiverge},
 		{"a short replica", func(h *History) { h.Replicas[1].Batches = h.Replicas[1].Batches[:1] }, KindReplicaShort},
+		{"no acknowledgement after healing", func(h *History) {
+			h.HealedMs = 1000
+			h.Produces = append(h.Produces, Produce{Value: "late", Partition: 0, Outcome: Indefinite, SentMs: 1500, AnsweredMs: 9000})
+		}, KindNoRecovery},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -102,6 +106,8 @@ func TestCheckerAllowsWhatMayHappen(t *testing.T) {
 		Produce{Value: "v-0-1", Partition: 0, Outcome: Indefinite})
 	h.Produces = append(h.Produces, Produce{Value: "v-0-0", Partition: 0, Outcome: Failed})
 	h.Idempotent = false
+	h.HealedMs = 50 // and something was acknowledged after it
+	h.Produces = append(h.Produces, Produce{Value: "v-0-2", Partition: 0, Outcome: Acknowledged, Offset: 2, SentMs: 60, AnsweredMs: 70})
 	r := Check(h)
 	if len(r.Violations) != 0 || r.IndefinitePresent != 1 || len(r.Notes) != 1 {
 		t.Fatalf("%+v", r)

@@ -22,6 +22,9 @@ type History struct {
 	// nodes stopped: only then must every replica hold every committed
 	// batch.
 	Settled bool `json:"settled"`
+	// HealedMs is when the last fault was healed; the producers went on
+	// for RecoveryWindow after it (0: the run did not get that far).
+	HealedMs int64 `json:"healed_ms"`
 }
 
 // Outcome is what a producer learned about one record.

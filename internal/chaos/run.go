@@ -117,6 +117,12 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// RecoveryWindow is how long the producers go on after the last fault
+// healed: a cluster that acknowledges nothing in it has not recovered
+// (restarting two nodes takes a raft election, the brokers' registration
+// and the partitions' elections: a few seconds).
+const RecoveryWindow = 8 * time.Second
+
 // Report is a run's outcome.
 type Report struct {
 	Config  Config  `json:"-"`
@@ -237,8 +243,9 @@ func runWorkload(ctx context.Context, config Config, c *cluster, r *recorder, ki
 		sleep(ctx, config.Duration)
 	}
 	healed := r.ms()
-	fmt.Fprintf(config.Out, "%6.1fs faults over; producing on for 5 s\n", float64(healed)/1000)
-	sleep(ctx, 5*time.Second)
+	r.add(func(h *History) { h.HealedMs = healed })
+	fmt.Fprintf(config.Out, "%6.1fs faults over; producing on for %s\n", float64(healed)/1000, RecoveryWindow)
+	sleep(ctx, RecoveryWindow)
 	report.Recovered = r.acknowledgedSince(healed)
 	stopProducing()
 	for _, p := range producers {
