@@ -33,7 +33,7 @@ func newRootCommand() *cobra.Command {
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
 	})
 	root.AddCommand(newVersionCommand(), newLogCommand(), newSimCommand(), newScenarioCommand(), newServeCommand(), newDevCommand(),
-		newTopicCommand(), newGroupCommand(), newProduceCommand(), newConsumeCommand(), newBenchCommand())
+		newTopicCommand(), newGroupCommand(), newProduceCommand(), newConsumeCommand(), newBenchCommand(), newChaosCommand())
 	return root
 }
 
