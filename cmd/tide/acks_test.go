@@ -14,7 +14,8 @@ func TestAcksSpellingsEverywhere(t *testing.T) {
 			t.Errorf("produce --acks %q: %v", text, err)
 		}
 		command := newBenchCommand()
-		bench := benchOptions{mode: "both", acks: text, size: 100, records: 1, partitions: 1, replicationFactor: 1, maxBufferedRecords: 1}
+		bench := benchOptions{mode: "both", maxBufferedRecords: 1,
+			benchLoad: benchLoad{acks: text, size: 100, records: 1, partitions: 1, replicationFactor: 1, producers: 1, consumers: 1}}
 		if err := bench.validate(command); err != nil || bench.acks != want {
 			t.Errorf("bench --acks %q: acks %q, %v; want %q", text, bench.acks, err, want)
 		}

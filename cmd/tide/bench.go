@@ -2,9 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
+	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os/signal"
 	"syscall"
 	"time"
@@ -26,22 +25,16 @@ const (
 	maxLatencySamples = 1_000_000
 )
 
+// benchOptions are tide bench produce's: the shared load and the
+// settings of its producers and phases.
 type benchOptions struct {
-	clientOptions
-	topic              string
-	partitions         int32
-	replicationFactor  int32
-	records            int64
-	duration           time.Duration
+	benchLoad
 	warmup             time.Duration
-	size               int
-	acks               string
 	idempotent         bool
 	keys               bool
 	mode               string
 	maxBufferedRecords int
 	seed               uint64
-	json               bool
 }
 
 func newBenchCommand() *cobra.Command {
@@ -49,7 +42,7 @@ func newBenchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure a cluster's throughput and latency",
 	}
-	command.AddCommand(newBenchProduceCommand(), newBenchConsumeCommand())
+	command.AddCommand(newBenchProduceCommand(), newBenchConsumeCommand(), newBenchEndToEndCommand(), newBenchCompareCommand())
 	return command
 }
 
@@ -89,43 +82,27 @@ printed, marked interrupted.
 			return runBenchProduce(ctx, cmd, options)
 		},
 	}
-	options.addFlags(command.Flags())
 	flags := command.Flags()
-	flags.StringVar(&options.topic, "topic", "bench", "the topic to produce to, created if missing")
-	flags.Int32Var(&options.partitions, "partitions", 3, "partitions of the topic when it is created")
-	flags.Int32Var(&options.replicationFactor, "replication-factor", -1, "replicas per partition when the topic is created (-1: the broker's default)")
-	flags.Int64Var(&options.records, "records", 0, "records per phase (0: bounded by --duration only)")
-	flags.DurationVar(&options.duration, "duration", 10*time.Second, "length of each phase (0: bounded by --records only)")
+	options.addLoadFlags(flags, 10*time.Second)
 	flags.DurationVar(&options.warmup, "warmup", time.Second, "produce for this long, uncounted, before measuring")
-	flags.IntVar(&options.size, "size", 1024, "bytes of each record's value")
-	flags.StringVar(&options.acks, "acks", "all", "all or -1 (every in-sync replica), 1 or leader, 0 or none")
 	flags.BoolVar(&options.idempotent, "idempotent", true, "idempotent producer (needs --acks all; default off with leader and none)")
 	flags.BoolVar(&options.keys, "keys", false, "give each record a distinct 8-byte key (default: no key)")
 	flags.StringVar(&options.mode, "mode", "both", "throughput, latency or both")
-	flags.IntVar(&options.maxBufferedRecords, "max-buffered-records", 100_000, "records kgo may buffer before Produce blocks (kgo's default is 50000)")
-	flags.Uint64Var(&options.seed, "seed", 1, "seed of the random values")
-	flags.BoolVar(&options.json, "json", false, "print one JSON object instead of a table")
+	flags.IntVar(&options.maxBufferedRecords, "max-buffered-records", 100_000, "records each producer may buffer before Produce blocks (kgo's default is 50000)")
+	flags.Uint64Var(&options.seed, "seed", 1, "seed of the random values (producer i takes seed+i)")
 	return command
 }
 
 // validate rejects a bad command line before any connection (exit 2).
 func (o *benchOptions) validate(cmd *cobra.Command) error {
-	acks, err := parseAcks(o.acks)
-	if err != nil {
+	if err := o.validateLoad(1); err != nil {
 		return err
 	}
-	o.acks = acks
 	switch {
 	case o.mode != "throughput" && o.mode != "latency" && o.mode != "both":
 		return usageError{fmt.Errorf("--mode %q: want throughput, latency or both", o.mode)}
-	case o.size < 1 || o.size > maxBenchValueBytes:
-		return usageError{fmt.Errorf("--size %d: want 1 to %d bytes", o.size, maxBenchValueBytes)}
-	case o.records < 0 || o.duration < 0 || o.warmup < 0:
-		return usageError{fmt.Errorf("--records, --duration and --warmup must not be negative")}
-	case o.records == 0 && o.duration == 0:
-		return usageError{fmt.Errorf("--records 0 and --duration 0: a phase needs at least one bound")}
-	case o.partitions < 1 || (o.replicationFactor < 1 && o.replicationFactor != -1):
-		return usageError{fmt.Errorf("--partitions must be at least 1, --replication-factor at least 1 or -1")}
+	case o.warmup < 0:
+		return usageError{fmt.Errorf("--warmup must not be negative")}
 	case o.maxBufferedRecords < 1:
 		return usageError{fmt.Errorf("--max-buffered-records %d: want at least 1", o.maxBufferedRecords)}
 	}
@@ -163,23 +140,23 @@ func runBenchProduce(ctx context.Context, cmd *cobra.Command, options benchOptio
 	if err := options.validate(cmd); err != nil {
 		return err
 	}
-	client, metadata, err := options.connect(ctx, []string{options.topic}, options.producerOptions()...)
+	cluster, err := options.startBenchCluster(ctx, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
-	defer client.Close()
-	report, err := options.newReport(client)
-	if err != nil {
-		return err
+	report, err := options.measure(ctx, progressFor(cmd), cluster != nil)
+	if cluster != nil {
+		if stopErr := cluster.stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping the dev cluster: %w", stopErr))
+		}
+		if report != nil {
+			report.Cluster = cluster.name
+		}
 	}
-	if report.Partitions, report.TopicCreated, err = options.ensureTopic(ctx, client, metadata); err != nil {
-		return fmt.Errorf("bench produce: topic %s: %w", options.topic, err)
-	}
-	values := newValueSource(options.seed, options.size, options.keys)
-	err = options.runPhases(ctx, client, values, &report)
-	report.Interrupted = ctx.Err() != nil
-	if printErr := report.print(cmd.OutOrStdout(), options.json); printErr != nil && err == nil {
-		err = printErr
+	if report != nil {
+		if printErr := report.print(cmd.OutOrStdout(), options.json); printErr != nil && err == nil {
+			err = printErr
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("bench produce: %w", err)
@@ -187,21 +164,42 @@ func runBenchProduce(ctx context.Context, cmd *cobra.Command, options benchOptio
 	return nil
 }
 
+// measure runs the phases against the load's bootstrap. It answers no
+// report when the run failed before its first phase. inProcess says the
+// cluster runs in this process, so that its CPU time is measured.
+func (o benchOptions) measure(ctx context.Context, progress *benchProgress, inProcess bool) (*benchReport, error) {
+	producers, metadata, err := o.connectProducers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer producers.close()
+	report, err := o.newReport(producers[0].client)
+	if err != nil {
+		return nil, err
+	}
+	if report.Partitions, report.TopicCreated, err = o.ensureTopic(ctx, producers[0].client, metadata); err != nil {
+		return nil, fmt.Errorf("topic %s: %w", o.topic, err)
+	}
+	err = o.runPhases(ctx, producers, &report, progress, inProcess)
+	report.Interrupted = ctx.Err() != nil
+	return &report, err
+}
+
 // runPhases runs the warmup and the phases --mode asks for, filling the
 // report as each ends; the first failure ends the run, and an interruption
 // (ctx done) ends the phase under way and skips the rest.
-func (o benchOptions) runPhases(ctx context.Context, client *kgo.Client, values *valueSource, report *benchReport) error {
+func (o benchOptions) runPhases(ctx context.Context, producers benchProducers, report *benchReport, progress *benchProgress, inProcess bool) error {
 	bound := phaseBound{records: o.records, duration: o.duration}
 	warmup := phaseBound{duration: o.warmup}
 	if o.warmup > 0 {
 		var err error
 		if o.mode == "latency" {
 			var result latencyResult
-			result, err = runLatency(ctx, client, values, warmup)
+			result, err = runLatency(ctx, producers, warmup, progress, "warmup")
 			report.WarmupRecords = int64(result.Count)
 		} else {
 			var result throughputResult
-			result, err = runThroughput(ctx, client, values, warmup)
+			result, err = runThroughput(ctx, producers, warmup, progress, "warmup")
 			report.WarmupRecords = result.Records
 		}
 		if err != nil {
@@ -209,20 +207,57 @@ func (o benchOptions) runPhases(ctx context.Context, client *kgo.Client, values 
 		}
 	}
 	if o.mode != "latency" && ctx.Err() == nil {
-		result, err := runThroughput(ctx, client, values, bound)
+		before := processCPU()
+		result, err := runThroughput(ctx, producers, bound, progress, "throughput")
+		if inProcess {
+			result.CPU = newCPUFigure(processCPU()-before, result.ValueBytes)
+		}
 		report.Throughput = &result
 		if err != nil {
 			return fmt.Errorf("throughput: %w", err)
 		}
 	}
 	if o.mode != "throughput" && ctx.Err() == nil {
-		result, err := runLatency(ctx, client, values, bound)
+		result, err := runLatency(ctx, producers, bound, progress, "latency")
 		report.Latency = &result
 		if err != nil {
 			return fmt.Errorf("latency: %w", err)
 		}
 	}
 	return nil
+}
+
+// benchProducer is one of --producers: a client and the values it sends.
+type benchProducer struct {
+	client *kgo.Client
+	values *valueSource
+}
+
+type benchProducers []benchProducer
+
+// connectProducers connects --producers clients, producer i drawing its
+// values from seed+i, and answers the first one's Metadata of the topic.
+func (o benchOptions) connectProducers(ctx context.Context, extra ...kgo.Opt) (benchProducers, *kmsg.MetadataResponse, error) {
+	var producers benchProducers
+	var first *kmsg.MetadataResponse
+	for i := range o.producers {
+		client, metadata, err := o.connect(ctx, []string{o.topic}, append(o.producerOptions(), extra...)...)
+		if err != nil {
+			producers.close()
+			return nil, nil, err
+		}
+		if first == nil {
+			first = metadata
+		}
+		producers = append(producers, benchProducer{client: client, values: newValueSource(o.seed+uint64(i), o.size, o.keys)})
+	}
+	return producers, first, nil
+}
+
+func (p benchProducers) close() {
+	for _, producer := range p {
+		producer.client.Close()
+	}
 }
 
 // ensureTopic finds the topic in the Metadata connect fetched, or creates
@@ -268,47 +303,4 @@ type phaseBound struct {
 
 func (b phaseBound) more(done int64, elapsed time.Duration) bool {
 	return (b.records == 0 || done < b.records) && (b.duration == 0 || elapsed < b.duration)
-}
-
-// valuePoolBytes is the size of the random pool values are cut from:
-// far larger than a batch, so records of one batch rarely overlap.
-const valuePoolBytes = 16 << 20
-
-// valueSource makes the benchmark's records. Each value is a fresh buffer
-// (kgo owns a value until the record is acknowledged) copied from a random
-// offset of a pool of random bytes, with its first 8 bytes then drawn anew,
-// so values are incompressible and, but with odds of 2^-64 a pair, distinct.
-// Copying rather than generating each value keeps the client's cost per
-// record small: it shares the machine's CPUs with the broker it measures.
-// It is used from one goroutine.
-type valueSource struct {
-	random   *rand.Rand
-	pool     []byte
-	size     int
-	keys     bool
-	sequence uint64
-}
-
-func newValueSource(seed uint64, size int, keys bool) *valueSource {
-	var key [32]byte
-	binary.LittleEndian.PutUint64(key[:], seed)
-	stream := rand.NewChaCha8(key)
-	pool := make([]byte, valuePoolBytes+size)
-	_, _ = stream.Read(pool) // ChaCha8's Read always fills p
-	return &valueSource{random: rand.New(stream), pool: pool, size: size, keys: keys}
-}
-
-// next is a new record for the client's default produce topic.
-func (s *valueSource) next() *kgo.Record {
-	value := make([]byte, s.size)
-	copy(value, s.pool[s.random.IntN(valuePoolBytes):])
-	var head [8]byte
-	binary.LittleEndian.PutUint64(head[:], s.random.Uint64())
-	copy(value, head[:])
-	record := &kgo.Record{Value: value}
-	if s.keys {
-		record.Key = binary.BigEndian.AppendUint64(nil, s.sequence)
-	}
-	s.sequence++
-	return record
 }
