@@ -41,6 +41,12 @@ func newBenchCommand() *cobra.Command {
 	command := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure a cluster's throughput and latency",
+		Long: `Measures a Kafka cluster (tide or any other) with franz-go: produce
+throughput and latency, consume throughput, produce-to-consume latency,
+and the same load on tide and on franz-go's kfake side by side. Every
+mode takes the same load flags: --acks, --size, --partitions,
+--producers, --consumers, --records, --duration, --json, and --dev N to
+start a tide dev cluster in this process instead of --bootstrap.`,
 	}
 	command.AddCommand(newBenchProduceCommand(), newBenchConsumeCommand(), newBenchEndToEndCommand(), newBenchCompareCommand())
 	return command
@@ -73,7 +79,16 @@ after the figures are printed. An interruption (SIGINT, SIGTERM) ends the
 run early: what was sent is still waited for, and the figures so far are
 printed, marked interrupted.
 
+--producers N runs N clients side by side, each with its share of
+--records (the latency phase then pools N one-at-a-time streams). With
+--dev N the run starts a tide dev cluster of N brokers in this process
+(a new temporary directory, removed after) and also reports the CPU
+seconds of the whole process, brokers and client together, per GiB
+acknowledged in the throughput phase. On a terminal a progress line on
+standard error shows each phase's records/s once a second.
+
   tide bench produce --bootstrap 127.0.0.1:9092 --duration 10s
+  tide bench produce --dev 3 --producers 2 --size 100
   tide bench produce --mode latency --records 10000 --json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
