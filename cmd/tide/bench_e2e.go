@@ -82,7 +82,7 @@ to be received. Values are random and at least 8 bytes: the stamp.
 	return command
 }
 
-func (o *benchEndToEndOptions) validate(cmd *cobra.Command) error {
+func (o *benchEndToEndOptions) validate() error {
 	if err := o.validateLoad(benchTimestampBytes); err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (o *benchEndToEndOptions) validate(cmd *cobra.Command) error {
 }
 
 func runBenchEndToEnd(ctx context.Context, cmd *cobra.Command, options benchEndToEndOptions) error {
-	if err := options.validate(cmd); err != nil {
+	if err := options.validate(); err != nil {
 		return err
 	}
 	cluster, err := options.startBenchCluster(ctx, cmd.ErrOrStderr())

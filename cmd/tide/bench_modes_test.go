@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A bad command line of any mode exits 2 before any connection is tried
@@ -126,5 +128,22 @@ func TestMedian(t *testing.T) {
 		if got := median(c.values); got != c.want {
 			t.Errorf("median(%v) = %g, want %g", c.values, got, c.want)
 		}
+	}
+}
+
+// The progress line rewrites itself on its writer once a second, counting
+// what it is given, and clears itself at the end; a nil one is silent.
+func TestBenchProgressLine(t *testing.T) {
+	var silent *benchProgress
+	silent.begin("nothing", func() int64 { return 0 })
+	silent.end()
+	var out bytes.Buffer
+	progress := &benchProgress{out: &out}
+	progress.begin("throughput", func() int64 { return 1234 })
+	time.Sleep(benchProgressInterval + benchProgressInterval/4)
+	progress.end()
+	line := out.String()
+	if !strings.HasPrefix(line, "\r\x1b[Kthroughput: 1s, 1234 records, ") || !strings.HasSuffix(line, "records/s\r\x1b[K") {
+		t.Fatalf("progress line %q", line)
 	}
 }
