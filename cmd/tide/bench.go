@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +36,9 @@ type benchOptions struct {
 	mode               string
 	maxBufferedRecords int
 	seed               uint64
+	// brokerMetrics are metrics endpoints, one per broker process, whose
+	// process CPU the throughput phase reads before and after.
+	brokerMetrics []string
 }
 
 func newBenchCommand() *cobra.Command {
@@ -84,7 +88,9 @@ printed, marked interrupted.
 --dev N the run starts a tide dev cluster of N brokers in this process
 (a new temporary directory, removed after) and also reports the CPU
 seconds of the whole process, brokers and client together, per GiB
-acknowledged in the throughput phase. On a terminal a progress line on
+acknowledged in the throughput phase; --broker-metrics reads the CPU of
+brokers in processes of their own from their metrics endpoints (one per
+process), the client left out. On a terminal a progress line on
 standard error shows each phase's records/s once a second.
 
   tide bench produce --bootstrap 127.0.0.1:9092 --duration 10s
@@ -105,6 +111,8 @@ standard error shows each phase's records/s once a second.
 	flags.StringVar(&options.mode, "mode", "both", "throughput, latency or both")
 	flags.IntVar(&options.maxBufferedRecords, "max-buffered-records", 100_000, "records each producer may buffer before Produce blocks (kgo's default is 50000)")
 	flags.Uint64Var(&options.seed, "seed", 1, "seed of the random values (producer i takes seed+i)")
+	flags.StringSliceVar(&options.brokerMetrics, "broker-metrics", nil,
+		"metrics URLs, one per broker process (http://127.0.0.1:9644/metrics), whose process_cpu_seconds_total the throughput phase reads before and after")
 	return command
 }
 
@@ -120,6 +128,11 @@ func (o *benchOptions) validate(cmd *cobra.Command) error {
 		return usageError{fmt.Errorf("--warmup must not be negative")}
 	case o.maxBufferedRecords < 1:
 		return usageError{fmt.Errorf("--max-buffered-records %d: want at least 1", o.maxBufferedRecords)}
+	}
+	for _, endpoint := range o.brokerMetrics {
+		if !strings.HasPrefix(endpoint, "http://") && !strings.HasPrefix(endpoint, "https://") {
+			return usageError{fmt.Errorf("--broker-metrics %q: want an http:// or https:// URL", endpoint)}
+		}
 	}
 	// Idempotence follows acks unless asked for: kgo's default is
 	// idempotent, and it refuses idempotence without acks=all.
@@ -222,13 +235,7 @@ func (o benchOptions) runPhases(ctx context.Context, producers benchProducers, r
 		}
 	}
 	if o.mode != "latency" && ctx.Err() == nil {
-		before := processCPU()
-		result, err := runThroughput(ctx, producers, bound, progress, "throughput")
-		if inProcess {
-			result.CPU = newCPUFigure(processCPU()-before, result.ValueBytes)
-		}
-		report.Throughput = &result
-		if err != nil {
+		if err := o.runThroughputPhase(ctx, producers, bound, report, progress, inProcess); err != nil {
 			return fmt.Errorf("throughput: %w", err)
 		}
 	}
@@ -238,6 +245,40 @@ func (o benchOptions) runPhases(ctx context.Context, producers benchProducers, r
 		if err != nil {
 			return fmt.Errorf("latency: %w", err)
 		}
+	}
+	return nil
+}
+
+// runThroughputPhase runs the throughput phase and measures the CPU it
+// cost: the whole process's when the cluster runs in it, the brokers'
+// processes' when --broker-metrics names their endpoints.
+func (o benchOptions) runThroughputPhase(ctx context.Context, producers benchProducers, bound phaseBound, report *benchReport,
+	progress *benchProgress, inProcess bool) error {
+	var brokersBefore float64
+	if len(o.brokerMetrics) > 0 {
+		var err error
+		if brokersBefore, err = scrapeProcessCPU(ctx, o.brokerMetrics); err != nil {
+			return err
+		}
+	}
+	before := processCPU()
+	result, err := runThroughput(ctx, producers, bound, progress, "throughput")
+	if inProcess {
+		result.CPU = newCPUFigure(processCPU()-before, result.ValueBytes)
+	}
+	report.Throughput = &result
+	if err != nil || len(o.brokerMetrics) == 0 {
+		return err
+	}
+	// The phase's figures stand even if an interruption ended it.
+	brokersAfter, err := scrapeProcessCPU(context.WithoutCancel(ctx), o.brokerMetrics)
+	if err != nil {
+		return err
+	}
+	used := brokersAfter - brokersBefore
+	result.BrokerCPU = &brokerCPUFigure{Endpoints: len(o.brokerMetrics), BrokerCPUSeconds: used}
+	if result.ValueBytes > 0 {
+		result.BrokerCPU.BrokerCPUSecondsPerGiB = used / (float64(result.ValueBytes) / bytesPerGiB)
 	}
 	return nil
 }

@@ -26,6 +26,8 @@ type throughputResult struct {
 	MiBPerSecond     float64 `json:"mib_per_second"`
 	// CPU is measured when the cluster runs in this process (--dev).
 	CPU *cpuFigure `json:"cpu,omitempty"`
+	// BrokerCPU is read from the brokers' metrics (--broker-metrics).
+	BrokerCPU *brokerCPUFigure `json:"broker_cpu,omitempty"`
 }
 
 // acknowledgements is what kgo's promises report, from its goroutines.

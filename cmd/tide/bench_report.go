@@ -92,9 +92,13 @@ func (r benchReport) print(out io.Writer, asJSON bool) error {
 	if err := table.Flush(); err != nil {
 		return err
 	}
-	if r.Throughput != nil && r.Throughput.CPU != nil {
-		_, err := fmt.Fprintf(out, "\nthroughput phase: %.2f CPU seconds of this whole process (brokers and client), %.2f per GiB of values\n",
-			r.Throughput.CPU.ProcessCPUSeconds, r.Throughput.CPU.ProcessCPUSecondsPerGiB)
+	if t := r.Throughput; t != nil && t.CPU != nil {
+		fmt.Fprintf(out, "\nthroughput phase: %.2f CPU seconds of this whole process (brokers and client), %.2f per GiB of values\n",
+			t.CPU.ProcessCPUSeconds, t.CPU.ProcessCPUSecondsPerGiB)
+	}
+	if t := r.Throughput; t != nil && t.BrokerCPU != nil {
+		_, err := fmt.Fprintf(out, "throughput phase: %.2f CPU seconds of the broker processes (%d metrics endpoints), %.2f per GiB of values\n",
+			t.BrokerCPU.BrokerCPUSeconds, t.BrokerCPU.Endpoints, t.BrokerCPU.BrokerCPUSecondsPerGiB)
 		return err
 	}
 	return nil
