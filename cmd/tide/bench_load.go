@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Limits of the load every bench mode shares.
@@ -107,4 +111,49 @@ func progressFor(cmd *cobra.Command) *benchProgress {
 		return &benchProgress{out: errOut}
 	}
 	return nil
+}
+
+// ensureTopic finds the topic in the Metadata connect fetched, or creates
+// it. It answers the topic's partition count and whether it was created.
+func (o benchLoad) ensureTopic(ctx context.Context, client *kgo.Client, metadata *kmsg.MetadataResponse) (int, bool, error) {
+	for _, topic := range metadata.Topics {
+		if topic.Topic == nil || *topic.Topic != o.topic {
+			continue
+		}
+		if topic.ErrorCode == 0 {
+			return len(topic.Partitions), false, nil
+		}
+		if topic.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+			return 0, false, kafkaError(topic.ErrorCode, nil)
+		}
+	}
+	request := kmsg.NewPtrCreateTopicsRequest()
+	request.TimeoutMillis = int32(o.timeout.Milliseconds())
+	entry := kmsg.NewCreateTopicsRequestTopic()
+	entry.Topic, entry.NumPartitions, entry.ReplicationFactor = o.topic, o.partitions, int16(o.replicationFactor)
+	request.Topics = append(request.Topics, entry)
+	answer, err := o.request(ctx, client, request)
+	if err != nil {
+		return 0, false, err
+	}
+	created := answer.(*kmsg.CreateTopicsResponse).Topics[0]
+	// Another bench started at the same moment may have created it.
+	if created.ErrorCode == kerr.TopicAlreadyExists.Code {
+		return int(o.partitions), false, nil
+	}
+	if err := kafkaError(created.ErrorCode, created.ErrorMessage); err != nil {
+		return 0, false, err
+	}
+	return int(o.partitions), true, nil
+}
+
+// phaseBound ends a phase at whichever comes first: records records or
+// duration elapsed. A zero field is no bound; validate ensures one is set.
+type phaseBound struct {
+	records  int64
+	duration time.Duration
+}
+
+func (b phaseBound) more(done int64, elapsed time.Duration) bool {
+	return (b.records == 0 || done < b.records) && (b.duration == 0 || elapsed < b.duration)
 }
