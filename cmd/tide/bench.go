@@ -120,6 +120,9 @@ func (o *benchOptions) validate(cmd *cobra.Command) error {
 	if err := o.validateLoad(1); err != nil {
 		return err
 	}
+	if err := refuseFlags(cmd, "bench produce runs no consumer", "consumers"); err != nil {
+		return err
+	}
 	switch {
 	case o.mode != "throughput" && o.mode != "latency" && o.mode != "both":
 		return usageError{fmt.Errorf("--mode %q: want throughput, latency or both", o.mode)}

@@ -56,8 +56,9 @@ figure then measures.
 
 With --dev N the run starts its own cluster, fills the topic with a
 throughput phase of tide bench produce (--records, --duration, --size,
---acks, --producers), then reads it and reports the CPU seconds of the
-whole process per GiB read.
+--acks, --producers, --partitions), then reads it and reports the CPU
+seconds of the whole process per GiB read; without --dev those flags are
+refused rather than ignored.
 
   tide bench consume --topic bench --json
   tide bench consume --dev 3 --duration 5s --consumers 3`,
@@ -77,6 +78,12 @@ whole process per GiB read.
 func runBenchConsume(ctx context.Context, cmd *cobra.Command, options benchConsumeOptions) error {
 	if err := options.validateLoad(1); err != nil {
 		return err
+	}
+	if options.devBrokers == 0 {
+		if err := refuseFlags(cmd, "shape the fill of a --dev cluster only", "producers", "acks", "size", "records", "duration", "seed",
+			"partitions", "replication-factor"); err != nil {
+			return err
+		}
 	}
 	options.mode, options.maxBufferedRecords, options.idempotent = "throughput", 100_000, options.acks == "all"
 	cluster, err := options.startBenchCluster(ctx, cmd.ErrOrStderr())

@@ -90,6 +90,17 @@ func (l *benchLoad) validateLoad(minimumSize int) error {
 	return nil
 }
 
+// refuseFlags is a usage error naming the first of the flags given on the
+// command line, which the mode would otherwise ignore in silence.
+func refuseFlags(cmd *cobra.Command, why string, names ...string) error {
+	for _, name := range names {
+		if cmd.Flags().Changed(name) {
+			return usageError{fmt.Errorf("--%s: %s", name, why)}
+		}
+	}
+	return nil
+}
+
 // share is producer index's part of a phase bound among count producers:
 // the records divided as evenly as they go, the duration whole.
 func (b phaseBound) share(index, count int) phaseBound {

@@ -18,8 +18,8 @@ func TestBenchModesFlagErrors(t *testing.T) {
 		{"--timeout", "0s"},
 	}
 	modes := map[string][][]string{
-		"produce": {{"--mode", "fast"}, {"--warmup", "-1s"}, {"--max-buffered-records", "0"}, {"--acks", "1", "--idempotent"}},
-		"consume": nil,
+		"produce": {{"--mode", "fast"}, {"--warmup", "-1s"}, {"--max-buffered-records", "0"}, {"--acks", "1", "--idempotent"}, {"--consumers", "2"}},
+		"consume": {{"--producers", "2"}, {"--size", "100"}, {"--duration", "1s"}, {"--acks", "1"}},
 		"e2e":     {{"--size", "7"}, {"--rate", "-1"}, {"--warmup", "-1s"}},
 		"compare": {{"--size", "7"}, {"--rounds", "0"}, {"--rounds", "101"}, {"--dev", "0"}, {"--rate", "-1"}},
 	}
