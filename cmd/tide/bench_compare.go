@@ -59,8 +59,8 @@ func newBenchCompareCommand() *cobra.Command {
 		Use:   "compare",
 		Short: "Run the same load on a tide dev cluster and on franz-go's kfake, and print the ratios",
 		Long: `Starts, in this process and one after the other, a tide dev cluster of
---dev brokers (a new temporary directory, flush on every write as tide
-dev) and franz-go's kfake with as many brokers (in memory: no disk, no
+--dev brokers (a new temporary directory; as in tide dev, a record is
+acknowledged once fsynced, group commit) and franz-go's kfake with as many brokers (in memory: no disk, no
 replication), and runs on each, with the same client and settings:
 
   produce     a warmup, then the throughput phase and the one-at-a-time
@@ -234,7 +234,7 @@ func (r compareReport) print(out io.Writer, asJSON bool) error {
 	if asJSON {
 		return json.NewEncoder(out).Encode(r)
 	}
-	fmt.Fprintf(out, "tide dev (%d brokers, disk, flush always) vs kfake (%d brokers, memory); median of %d rounds\n", r.Brokers, r.Brokers, r.Rounds)
+	fmt.Fprintf(out, "tide dev (%d brokers, disk, fsync before ack) vs kfake (%d brokers, memory); median of %d rounds\n", r.Brokers, r.Brokers, r.Rounds)
 	fmt.Fprintf(out, "topic %s, %d partitions, acks=%s, %d-byte values, %d producers, %d consumers, phases of %gs, e2e at %d records/s\n\n",
 		r.Topic, r.Partitions, r.Acks, r.ValueBytes, r.Producers, r.Consumers, r.Seconds, r.RateTarget)
 	table := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
