@@ -115,6 +115,9 @@ func runBenchCompare(ctx context.Context, cmd *cobra.Command, options benchCompa
 	if err := options.validate(); err != nil {
 		return err
 	}
+	if err := refuseFlags(cmd, "bench compare measures the clusters it starts", "bootstrap"); err != nil {
+		return err
+	}
 	report := compareReport{Brokers: options.devBrokers, Rounds: options.rounds, Topic: options.topic, Partitions: options.partitions,
 		Acks: options.acks, ValueBytes: options.size, Producers: options.producers, Consumers: options.consumers,
 		Seconds: options.duration.Seconds(), RateTarget: options.rate}

@@ -84,6 +84,9 @@ func (l *benchLoad) validateLoad(minimumSize int) error {
 		// Each producer takes its share of --records; a share of 0 would
 		// read as no bound.
 		return usageError{fmt.Errorf("--records %d: want at least one per producer (%d)", l.records, l.producers)}
+	case l.timeout <= 0:
+		// connect checks it too, but a --dev cluster starts before that.
+		return usageError{fmt.Errorf("--timeout %s: want a positive duration", l.timeout)}
 	case l.devBrokers < 0 || l.devBrokers > devBrokersMax:
 		return usageError{fmt.Errorf("--dev %d: want 1 to %d brokers, or 0 for none", l.devBrokers, devBrokersMax)}
 	}
