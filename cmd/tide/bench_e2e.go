@@ -55,7 +55,8 @@ func newBenchEndToEndCommand() *cobra.Command {
 		Long: `Produces records stamped with their send time and consumes them in the
 same process, from the topic's end as it was when the run started; each
 record's latency is its receive time less its send time (one clock, so
-no skew), and the percentiles are exact over every record received.
+no skew), and the percentiles are exact over the records received (up
+to a million samples, split evenly among the consumers).
 
 --producers clients send --rate records/s between them (0: as fast as
 their buffers take records, so the latency then includes the queue), with
