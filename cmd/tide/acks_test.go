@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestAcksSpellingsEverywhere: produce and bench take the same --acks
 // values, Kafka's spellings among them (produce once refused leader and
@@ -14,7 +17,8 @@ func TestAcksSpellingsEverywhere(t *testing.T) {
 			t.Errorf("produce --acks %q: %v", text, err)
 		}
 		command := newBenchCommand()
-		bench := benchOptions{mode: "both", acks: text, size: 100, records: 1, partitions: 1, replicationFactor: 1, maxBufferedRecords: 1}
+		bench := benchOptions{mode: "both", maxBufferedRecords: 1,
+			benchLoad: benchLoad{clientOptions: clientOptions{timeout: time.Second}, acks: text, size: 100, records: 1, partitions: 1, replicationFactor: 1, producers: 1, consumers: 1}}
 		if err := bench.validate(command); err != nil || bench.acks != want {
 			t.Errorf("bench --acks %q: acks %q, %v; want %q", text, bench.acks, err, want)
 		}

@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
+	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -26,30 +25,33 @@ const (
 	maxLatencySamples = 1_000_000
 )
 
+// benchOptions are tide bench produce's: the shared load and the
+// settings of its producers and phases.
 type benchOptions struct {
-	clientOptions
-	topic              string
-	partitions         int32
-	replicationFactor  int32
-	records            int64
-	duration           time.Duration
+	benchLoad
 	warmup             time.Duration
-	size               int
-	acks               string
 	idempotent         bool
 	keys               bool
 	mode               string
 	maxBufferedRecords int
 	seed               uint64
-	json               bool
+	// brokerMetrics are metrics endpoints, one per broker process, whose
+	// process CPU the throughput phase reads before and after.
+	brokerMetrics []string
 }
 
 func newBenchCommand() *cobra.Command {
 	command := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure a cluster's throughput and latency",
+		Long: `Measures a Kafka cluster (tide or any other) with franz-go: produce
+throughput and latency, consume throughput, produce-to-consume latency,
+and the same load on tide and on franz-go's kfake side by side. Every
+mode takes the same load flags: --acks, --size, --partitions,
+--producers, --consumers, --records, --duration, --json, and --dev N to
+start a tide dev cluster in this process instead of --bootstrap.`,
 	}
-	command.AddCommand(newBenchProduceCommand(), newBenchConsumeCommand())
+	command.AddCommand(newBenchProduceCommand(), newBenchConsumeCommand(), newBenchEndToEndCommand(), newBenchCompareCommand())
 	return command
 }
 
@@ -80,7 +82,18 @@ after the figures are printed. An interruption (SIGINT, SIGTERM) ends the
 run early: what was sent is still waited for, and the figures so far are
 printed, marked interrupted.
 
+--producers N runs N clients side by side, each with its share of
+--records (the latency phase then pools N one-at-a-time streams). With
+--dev N the run starts a tide dev cluster of N brokers in this process
+(a new temporary directory, removed after) and also reports the CPU
+seconds of the whole process, brokers and client together, per GiB
+acknowledged in the throughput phase; --broker-metrics reads the CPU of
+brokers in processes of their own from their metrics endpoints (one per
+process), the client left out. On a terminal a progress line on
+standard error shows each phase's records/s once a second.
+
   tide bench produce --bootstrap 127.0.0.1:9092 --duration 10s
+  tide bench produce --dev 3 --producers 2 --size 100
   tide bench produce --mode latency --records 10000 --json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -89,45 +102,39 @@ printed, marked interrupted.
 			return runBenchProduce(ctx, cmd, options)
 		},
 	}
-	options.addFlags(command.Flags())
 	flags := command.Flags()
-	flags.StringVar(&options.topic, "topic", "bench", "the topic to produce to, created if missing")
-	flags.Int32Var(&options.partitions, "partitions", 3, "partitions of the topic when it is created")
-	flags.Int32Var(&options.replicationFactor, "replication-factor", -1, "replicas per partition when the topic is created (-1: the broker's default)")
-	flags.Int64Var(&options.records, "records", 0, "records per phase (0: bounded by --duration only)")
-	flags.DurationVar(&options.duration, "duration", 10*time.Second, "length of each phase (0: bounded by --records only)")
+	options.addLoadFlags(flags, 10*time.Second)
 	flags.DurationVar(&options.warmup, "warmup", time.Second, "produce for this long, uncounted, before measuring")
-	flags.IntVar(&options.size, "size", 1024, "bytes of each record's value")
-	flags.StringVar(&options.acks, "acks", "all", "all or -1 (every in-sync replica), 1 or leader, 0 or none")
 	flags.BoolVar(&options.idempotent, "idempotent", true, "idempotent producer (needs --acks all; default off with leader and none)")
 	flags.BoolVar(&options.keys, "keys", false, "give each record a distinct 8-byte key (default: no key)")
 	flags.StringVar(&options.mode, "mode", "both", "throughput, latency or both")
-	flags.IntVar(&options.maxBufferedRecords, "max-buffered-records", 100_000, "records kgo may buffer before Produce blocks (kgo's default is 50000)")
-	flags.Uint64Var(&options.seed, "seed", 1, "seed of the random values")
-	flags.BoolVar(&options.json, "json", false, "print one JSON object instead of a table")
+	flags.IntVar(&options.maxBufferedRecords, "max-buffered-records", 100_000, "records each producer may buffer before Produce blocks (kgo's default is 50000)")
+	flags.Uint64Var(&options.seed, "seed", 1, "seed of the random values (producer i takes seed+i)")
+	flags.StringSliceVar(&options.brokerMetrics, "broker-metrics", nil,
+		"metrics URLs, one per broker process (http://127.0.0.1:9644/metrics), whose process_cpu_seconds_total the throughput phase reads before and after")
 	return command
 }
 
 // validate rejects a bad command line before any connection (exit 2).
 func (o *benchOptions) validate(cmd *cobra.Command) error {
-	acks, err := parseAcks(o.acks)
-	if err != nil {
+	if err := o.validateLoad(1); err != nil {
 		return err
 	}
-	o.acks = acks
+	if err := refuseFlags(cmd, "bench produce runs no consumer", "consumers"); err != nil {
+		return err
+	}
 	switch {
 	case o.mode != "throughput" && o.mode != "latency" && o.mode != "both":
 		return usageError{fmt.Errorf("--mode %q: want throughput, latency or both", o.mode)}
-	case o.size < 1 || o.size > maxBenchValueBytes:
-		return usageError{fmt.Errorf("--size %d: want 1 to %d bytes", o.size, maxBenchValueBytes)}
-	case o.records < 0 || o.duration < 0 || o.warmup < 0:
-		return usageError{fmt.Errorf("--records, --duration and --warmup must not be negative")}
-	case o.records == 0 && o.duration == 0:
-		return usageError{fmt.Errorf("--records 0 and --duration 0: a phase needs at least one bound")}
-	case o.partitions < 1 || (o.replicationFactor < 1 && o.replicationFactor != -1):
-		return usageError{fmt.Errorf("--partitions must be at least 1, --replication-factor at least 1 or -1")}
+	case o.warmup < 0:
+		return usageError{fmt.Errorf("--warmup must not be negative")}
 	case o.maxBufferedRecords < 1:
 		return usageError{fmt.Errorf("--max-buffered-records %d: want at least 1", o.maxBufferedRecords)}
+	}
+	for _, endpoint := range o.brokerMetrics {
+		if !strings.HasPrefix(endpoint, "http://") && !strings.HasPrefix(endpoint, "https://") {
+			return usageError{fmt.Errorf("--broker-metrics %q: want an http:// or https:// URL", endpoint)}
+		}
 	}
 	// Idempotence follows acks unless asked for: kgo's default is
 	// idempotent, and it refuses idempotence without acks=all.
@@ -163,23 +170,23 @@ func runBenchProduce(ctx context.Context, cmd *cobra.Command, options benchOptio
 	if err := options.validate(cmd); err != nil {
 		return err
 	}
-	client, metadata, err := options.connect(ctx, []string{options.topic}, options.producerOptions()...)
+	cluster, err := options.startBenchCluster(ctx, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
-	defer client.Close()
-	report, err := options.newReport(client)
-	if err != nil {
-		return err
+	report, err := options.measure(ctx, progressFor(cmd), cluster != nil)
+	if cluster != nil {
+		if stopErr := cluster.stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping the dev cluster: %w", stopErr))
+		}
+		if report != nil {
+			report.Cluster = cluster.name
+		}
 	}
-	if report.Partitions, report.TopicCreated, err = options.ensureTopic(ctx, client, metadata); err != nil {
-		return fmt.Errorf("bench produce: topic %s: %w", options.topic, err)
-	}
-	values := newValueSource(options.seed, options.size, options.keys)
-	err = options.runPhases(ctx, client, values, &report)
-	report.Interrupted = ctx.Err() != nil
-	if printErr := report.print(cmd.OutOrStdout(), options.json); printErr != nil && err == nil {
-		err = printErr
+	if report != nil {
+		if printErr := report.print(cmd.OutOrStdout(), options.json); printErr != nil && err == nil {
+			err = printErr
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("bench produce: %w", err)
@@ -187,21 +194,42 @@ func runBenchProduce(ctx context.Context, cmd *cobra.Command, options benchOptio
 	return nil
 }
 
+// measure runs the phases against the load's bootstrap. It answers no
+// report when the run failed before its first phase. inProcess says the
+// cluster runs in this process, so that its CPU time is measured.
+func (o benchOptions) measure(ctx context.Context, progress *benchProgress, inProcess bool) (*benchReport, error) {
+	producers, metadata, err := o.connectProducers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer producers.close()
+	report, err := o.newReport(producers[0].client)
+	if err != nil {
+		return nil, err
+	}
+	if report.Partitions, report.TopicCreated, err = o.ensureTopic(ctx, producers[0].client, metadata); err != nil {
+		return nil, fmt.Errorf("topic %s: %w", o.topic, err)
+	}
+	err = o.runPhases(ctx, producers, &report, progress, inProcess)
+	report.Interrupted = ctx.Err() != nil
+	return &report, err
+}
+
 // runPhases runs the warmup and the phases --mode asks for, filling the
 // report as each ends; the first failure ends the run, and an interruption
 // (ctx done) ends the phase under way and skips the rest.
-func (o benchOptions) runPhases(ctx context.Context, client *kgo.Client, values *valueSource, report *benchReport) error {
+func (o benchOptions) runPhases(ctx context.Context, producers benchProducers, report *benchReport, progress *benchProgress, inProcess bool) error {
 	bound := phaseBound{records: o.records, duration: o.duration}
 	warmup := phaseBound{duration: o.warmup}
 	if o.warmup > 0 {
 		var err error
 		if o.mode == "latency" {
 			var result latencyResult
-			result, err = runLatency(ctx, client, values, warmup)
+			result, err = runLatency(ctx, producers, warmup, progress, "warmup")
 			report.WarmupRecords = int64(result.Count)
 		} else {
 			var result throughputResult
-			result, err = runThroughput(ctx, client, values, warmup)
+			result, err = runThroughput(ctx, producers, warmup, progress, "warmup")
 			report.WarmupRecords = result.Records
 		}
 		if err != nil {
@@ -209,14 +237,12 @@ func (o benchOptions) runPhases(ctx context.Context, client *kgo.Client, values 
 		}
 	}
 	if o.mode != "latency" && ctx.Err() == nil {
-		result, err := runThroughput(ctx, client, values, bound)
-		report.Throughput = &result
-		if err != nil {
+		if err := o.runThroughputPhase(ctx, producers, bound, report, progress, inProcess); err != nil {
 			return fmt.Errorf("throughput: %w", err)
 		}
 	}
 	if o.mode != "throughput" && ctx.Err() == nil {
-		result, err := runLatency(ctx, client, values, bound)
+		result, err := runLatency(ctx, producers, bound, progress, "latency")
 		report.Latency = &result
 		if err != nil {
 			return fmt.Errorf("latency: %w", err)
@@ -225,90 +251,69 @@ func (o benchOptions) runPhases(ctx context.Context, client *kgo.Client, values 
 	return nil
 }
 
-// ensureTopic finds the topic in the Metadata connect fetched, or creates
-// it. It answers the topic's partition count and whether it was created.
-func (o benchOptions) ensureTopic(ctx context.Context, client *kgo.Client, metadata *kmsg.MetadataResponse) (int, bool, error) {
-	for _, topic := range metadata.Topics {
-		if topic.Topic == nil || *topic.Topic != o.topic {
-			continue
-		}
-		if topic.ErrorCode == 0 {
-			return len(topic.Partitions), false, nil
-		}
-		if topic.ErrorCode != kerr.UnknownTopicOrPartition.Code {
-			return 0, false, kafkaError(topic.ErrorCode, nil)
+// runThroughputPhase runs the throughput phase and measures the CPU it
+// cost: the whole process's when the cluster runs in it, the brokers'
+// processes' when --broker-metrics names their endpoints.
+func (o benchOptions) runThroughputPhase(ctx context.Context, producers benchProducers, bound phaseBound, report *benchReport,
+	progress *benchProgress, inProcess bool) error {
+	var brokersBefore float64
+	if len(o.brokerMetrics) > 0 {
+		var err error
+		if brokersBefore, err = scrapeProcessCPU(ctx, o.brokerMetrics); err != nil {
+			return err
 		}
 	}
-	request := kmsg.NewPtrCreateTopicsRequest()
-	request.TimeoutMillis = int32(o.timeout.Milliseconds())
-	entry := kmsg.NewCreateTopicsRequestTopic()
-	entry.Topic, entry.NumPartitions, entry.ReplicationFactor = o.topic, o.partitions, int16(o.replicationFactor)
-	request.Topics = append(request.Topics, entry)
-	answer, err := o.request(ctx, client, request)
+	before := processCPU()
+	result, err := runThroughput(ctx, producers, bound, progress, "throughput")
+	if inProcess {
+		result.CPU = newCPUFigure(processCPU()-before, result.ValueBytes)
+	}
+	report.Throughput = &result
+	if err != nil || len(o.brokerMetrics) == 0 {
+		return err
+	}
+	// The phase's figures stand even if an interruption ended it.
+	brokersAfter, err := scrapeProcessCPU(context.WithoutCancel(ctx), o.brokerMetrics)
 	if err != nil {
-		return 0, false, err
+		return err
 	}
-	created := answer.(*kmsg.CreateTopicsResponse).Topics[0]
-	// Another bench started at the same moment may have created it.
-	if created.ErrorCode == kerr.TopicAlreadyExists.Code {
-		return int(o.partitions), false, nil
+	used := brokersAfter - brokersBefore
+	result.BrokerCPU = &brokerCPUFigure{Endpoints: len(o.brokerMetrics), BrokerCPUSeconds: used}
+	if result.ValueBytes > 0 {
+		result.BrokerCPU.BrokerCPUSecondsPerGiB = used / (float64(result.ValueBytes) / bytesPerGiB)
 	}
-	if err := kafkaError(created.ErrorCode, created.ErrorMessage); err != nil {
-		return 0, false, err
+	return nil
+}
+
+// benchProducer is one of --producers: a client and the values it sends.
+type benchProducer struct {
+	client *kgo.Client
+	values *valueSource
+}
+
+type benchProducers []benchProducer
+
+// connectProducers connects --producers clients, producer i drawing its
+// values from seed+i, and answers the first one's Metadata of the topic.
+func (o benchOptions) connectProducers(ctx context.Context, extra ...kgo.Opt) (benchProducers, *kmsg.MetadataResponse, error) {
+	var producers benchProducers
+	var first *kmsg.MetadataResponse
+	for i := range o.producers {
+		client, metadata, err := o.connect(ctx, []string{o.topic}, append(o.producerOptions(), extra...)...)
+		if err != nil {
+			producers.close()
+			return nil, nil, err
+		}
+		if first == nil {
+			first = metadata
+		}
+		producers = append(producers, benchProducer{client: client, values: newValueSource(o.seed+uint64(i), o.size, o.keys)})
 	}
-	return int(o.partitions), true, nil
+	return producers, first, nil
 }
 
-// phaseBound ends a phase at whichever comes first: records records or
-// duration elapsed. A zero field is no bound; validate ensures one is set.
-type phaseBound struct {
-	records  int64
-	duration time.Duration
-}
-
-func (b phaseBound) more(done int64, elapsed time.Duration) bool {
-	return (b.records == 0 || done < b.records) && (b.duration == 0 || elapsed < b.duration)
-}
-
-// valuePoolBytes is the size of the random pool values are cut from:
-// far larger than a batch, so records of one batch rarely overlap.
-const valuePoolBytes = 16 << 20
-
-// valueSource makes the benchmark's records. Each value is a fresh buffer
-// (kgo owns a value until the record is acknowledged) copied from a random
-// offset of a pool of random bytes, with its first 8 bytes then drawn anew,
-// so values are incompressible and, but with odds of 2^-64 a pair, distinct.
-// Copying rather than generating each value keeps the client's cost per
-// record small: it shares the machine's CPUs with the broker it measures.
-// It is used from one goroutine.
-type valueSource struct {
-	random   *rand.Rand
-	pool     []byte
-	size     int
-	keys     bool
-	sequence uint64
-}
-
-func newValueSource(seed uint64, size int, keys bool) *valueSource {
-	var key [32]byte
-	binary.LittleEndian.PutUint64(key[:], seed)
-	stream := rand.NewChaCha8(key)
-	pool := make([]byte, valuePoolBytes+size)
-	_, _ = stream.Read(pool) // ChaCha8's Read always fills p
-	return &valueSource{random: rand.New(stream), pool: pool, size: size, keys: keys}
-}
-
-// next is a new record for the client's default produce topic.
-func (s *valueSource) next() *kgo.Record {
-	value := make([]byte, s.size)
-	copy(value, s.pool[s.random.IntN(valuePoolBytes):])
-	var head [8]byte
-	binary.LittleEndian.PutUint64(head[:], s.random.Uint64())
-	copy(value, head[:])
-	record := &kgo.Record{Value: value}
-	if s.keys {
-		record.Key = binary.BigEndian.AppendUint64(nil, s.sequence)
+func (p benchProducers) close() {
+	for _, producer := range p {
+		producer.client.Close()
 	}
-	s.sequence++
-	return record
 }

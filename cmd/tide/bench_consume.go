@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/signal"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -13,22 +16,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// benchConsumeOptions are tide bench consume's: the shared load, whose
+// producer settings fill the topic first when the run starts the cluster.
 type benchConsumeOptions struct {
-	clientOptions
-	topic string
-	json  bool
+	benchOptions
 }
 
 // consumeReport is one run of tide bench consume.
 type consumeReport struct {
+	Cluster          string  `json:"cluster,omitempty"`
 	Topic            string  `json:"topic"`
 	Partitions       int     `json:"partitions"`
+	Consumers        int     `json:"consumers"` // at most one per partition
 	Records          int64   `json:"records"`
 	ValueBytes       int64   `json:"value_bytes"`
 	ElapsedSeconds   float64 `json:"elapsed_seconds"`
 	RecordsPerSecond float64 `json:"records_per_second"`
 	MiBPerSecond     float64 `json:"mib_per_second"`
 	Interrupted      bool    `json:"interrupted"`
+	// Fill is the throughput phase that filled the topic of a cluster
+	// started with --dev.
+	Fill *throughputResult `json:"fill,omitempty"`
+	// CPU is measured when the cluster runs in this process (--dev).
+	CPU *cpuFigure `json:"cpu,omitempty"`
 }
 
 func newBenchConsumeCommand() *cobra.Command {
@@ -39,93 +49,223 @@ func newBenchConsumeCommand() *cobra.Command {
 		Long: `Reads every partition of a topic from its earliest offset up to the high
 watermark it has when the run starts, with franz-go's defaults (several
 partitions per fetch, pipelined across brokers), and reports records/s
-and MiB/s of values. Fill the topic first, e.g. with tide bench produce;
-the records are read from the brokers' page cache when they fit in it,
-which is what the figure then measures.
+and MiB/s of values. --consumers clients read the partitions dealt among
+them. Fill the topic first, e.g. with tide bench produce; the records are
+read from the brokers' page cache when they fit in it, which is what the
+figure then measures.
 
-  tide bench consume --topic bench --json`,
+With --dev N the run starts its own cluster, fills the topic with a
+throughput phase of tide bench produce (--records, --duration, --size,
+--acks, --producers, --partitions), then reads it and reports the CPU
+seconds of the whole process per GiB read; without --dev those flags are
+refused rather than ignored.
+
+  tide bench consume --topic bench --json
+  tide bench consume --dev 3 --duration 5s --consumers 3`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			return runBenchConsume(ctx, cmd.OutOrStdout(), options)
+			return runBenchConsume(ctx, cmd, options)
 		},
 	}
-	options.addFlags(command.Flags())
-	command.Flags().StringVar(&options.topic, "topic", "bench", "the topic to read")
-	command.Flags().BoolVar(&options.json, "json", false, "print one JSON object instead of a line")
+	flags := command.Flags()
+	options.addLoadFlags(flags, 10*time.Second)
+	flags.Uint64Var(&options.seed, "seed", 1, "seed of the random values of the fill (producer i takes seed+i)")
 	return command
 }
 
-func runBenchConsume(ctx context.Context, out io.Writer, options benchConsumeOptions) error {
-	admin, metadata, err := options.connect(ctx, []string{options.topic})
+func runBenchConsume(ctx context.Context, cmd *cobra.Command, options benchConsumeOptions) error {
+	if err := options.validateLoad(1); err != nil {
+		return err
+	}
+	if options.devBrokers == 0 {
+		if err := refuseFlags(cmd, "shape the fill of a --dev cluster only", "producers", "acks", "size", "records", "duration", "seed",
+			"partitions", "replication-factor"); err != nil {
+			return err
+		}
+	}
+	options.mode, options.maxBufferedRecords, options.idempotent = "throughput", 100_000, options.acks == "all"
+	cluster, err := options.startBenchCluster(ctx, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
-	topic, err := topicMetadata(metadata, options.topic)
+	progress := progressFor(cmd)
+	var fill *throughputResult
+	if cluster != nil {
+		var filled *benchReport
+		if filled, err = options.measure(ctx, progress, false); filled != nil {
+			fill = filled.Throughput
+		}
+	}
+	var report *consumeReport
+	if err == nil {
+		report, err = options.measureConsume(ctx, progress, cluster != nil)
+	}
+	if cluster != nil {
+		if stopErr := cluster.stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping the dev cluster: %w", stopErr))
+		}
+		if report != nil {
+			report.Cluster, report.Fill = cluster.name, fill
+		}
+	}
+	if report != nil {
+		if printErr := report.print(cmd.OutOrStdout(), options.json); printErr != nil && err == nil {
+			err = printErr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("bench consume: %w", err)
+	}
+	return nil
+}
+
+// measureConsume reads the topic from its start to the high watermarks
+// of the moment; no report when the run failed before reading.
+func (o benchConsumeOptions) measureConsume(ctx context.Context, progress *benchProgress, inProcess bool) (*consumeReport, error) {
+	admin, metadata, err := o.connect(ctx, []string{o.topic})
+	if err != nil {
+		return nil, err
+	}
+	topic, err := topicMetadata(metadata, o.topic)
 	if err != nil {
 		admin.Close()
-		return fmt.Errorf("bench consume: topic %s: %w", options.topic, err)
+		return nil, fmt.Errorf("topic %s: %w", o.topic, err)
 	}
 	var partitions []int32
 	for _, partition := range topic.Partitions {
 		partitions = append(partitions, partition.Partition)
 	}
-	offsets, err := options.listOffsets(ctx, admin, options.topic, partitions)
+	offsets, err := o.listOffsets(ctx, admin, o.topic, partitions)
 	admin.Close()
 	if err != nil {
-		return fmt.Errorf("bench consume: %w", err)
+		return nil, err
 	}
-	start := map[int32]kgo.Offset{}
-	remaining := map[int32]int64{}
-	var want int64
-	for partition, known := range offsets {
-		start[partition] = kgo.NewOffset().At(known.earliest)
-		if known.latest > known.earliest {
-			remaining[partition] = known.latest
-			want += known.latest - known.earliest
-		}
-	}
-	consumer, _, err := options.connect(ctx, []string{options.topic}, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{options.topic: start}))
+	readers, err := o.connectRangeReaders(ctx, offsets)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer consumer.Close()
-	report := consumeReport{Topic: options.topic, Partitions: len(partitions)}
-	began := time.Now()
-	for len(remaining) > 0 && ctx.Err() == nil {
-		fetches := consumer.PollFetches(ctx)
-		if err := firstFetchError(fetches); err != nil {
-			return fmt.Errorf("bench consume: %w", err)
-		}
-		fetches.EachRecord(func(r *kgo.Record) {
-			end, counting := remaining[r.Partition]
-			if !counting || r.Offset >= end {
-				return
-			}
-			report.Records++
-			report.ValueBytes += int64(len(r.Value))
-			if r.Offset+1 >= end {
-				delete(remaining, r.Partition)
-			}
-		})
-	}
+	defer readers.close()
+	report := &consumeReport{Topic: o.topic, Partitions: len(partitions), Consumers: len(readers.clients)}
+	progress.begin("consume", readers.records.Load)
+	before, began := processCPU(), time.Now()
+	err = readers.run(ctx)
 	elapsed := time.Since(began)
+	progress.end()
+	report.Records, report.ValueBytes = readers.records.Load(), readers.valueBytes.Load()
+	if inProcess {
+		report.CPU = newCPUFigure(processCPU()-before, report.ValueBytes)
+	}
 	report.Interrupted = ctx.Err() != nil
 	report.ElapsedSeconds = elapsed.Seconds()
 	if elapsed > 0 {
 		report.RecordsPerSecond = float64(report.Records) / elapsed.Seconds()
-		report.MiBPerSecond = float64(report.ValueBytes) / (1 << 20) / elapsed.Seconds()
+		report.MiBPerSecond = float64(report.ValueBytes) / bytesPerMiB / elapsed.Seconds()
 	}
-	if options.json {
-		return json.NewEncoder(out).Encode(report)
+	return report, err
+}
+
+// rangeReaders are the consumers of tide bench consume: each reads the
+// partitions dealt to it from their earliest offset up to the end listed.
+type rangeReaders struct {
+	clients    []*kgo.Client
+	ends       []map[int32]int64 // per client: partition to the end, exclusive
+	records    atomic.Int64
+	valueBytes atomic.Int64
+}
+
+// connectRangeReaders connects up to --consumers clients, partition p
+// going to client p mod --consumers; an empty partition is not read, and
+// a client that would get no partition is not made.
+func (o benchConsumeOptions) connectRangeReaders(ctx context.Context, offsets partitionOffsets) (*rangeReaders, error) {
+	count := min(o.consumers, max(1, len(offsets)))
+	starts, ends := make([]map[int32]kgo.Offset, count), make([]map[int32]int64, count)
+	for partition, known := range offsets {
+		if known.latest <= known.earliest {
+			continue
+		}
+		index := int(partition) % count
+		if starts[index] == nil {
+			starts[index], ends[index] = map[int32]kgo.Offset{}, map[int32]int64{}
+		}
+		starts[index][partition], ends[index][partition] = kgo.NewOffset().At(known.earliest), known.latest
+	}
+	readers := &rangeReaders{}
+	for i := range starts {
+		if starts[i] == nil {
+			continue
+		}
+		client, _, err := o.connect(ctx, []string{o.topic}, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.topic: starts[i]}))
+		if err != nil {
+			readers.close()
+			return nil, err
+		}
+		readers.clients, readers.ends = append(readers.clients, client), append(readers.ends, ends[i])
+	}
+	return readers, nil
+}
+
+// run reads until every client reached its ends, one failed or ctx ended.
+func (r *rangeReaders) run(ctx context.Context) error {
+	errs := make([]error, len(r.clients))
+	var running sync.WaitGroup
+	for i, client := range r.clients {
+		running.Go(func() { errs[i] = r.read(ctx, client, r.ends[i]) })
+	}
+	running.Wait()
+	return errors.Join(errs...)
+}
+
+// read is one client's loop; remaining is its own, emptied as it goes.
+func (r *rangeReaders) read(ctx context.Context, client *kgo.Client, remaining map[int32]int64) error {
+	for len(remaining) > 0 && ctx.Err() == nil {
+		fetches := client.PollFetches(ctx)
+		if err := firstFetchError(fetches); err != nil {
+			return err
+		}
+		fetches.EachRecord(func(record *kgo.Record) {
+			end, counting := remaining[record.Partition]
+			if !counting || record.Offset >= end {
+				return
+			}
+			r.records.Add(1)
+			r.valueBytes.Add(int64(len(record.Value)))
+			if record.Offset+1 >= end {
+				delete(remaining, record.Partition)
+			}
+		})
+	}
+	return nil
+}
+
+func (r *rangeReaders) close() {
+	for _, client := range r.clients {
+		client.Close()
+	}
+}
+
+func (r consumeReport) print(out io.Writer, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(out).Encode(r)
+	}
+	if r.Cluster != "" {
+		fmt.Fprintf(out, "cluster: %s, started in this process\n", r.Cluster)
+	}
+	if f := r.Fill; f != nil {
+		fmt.Fprintf(out, "filled with %d records (%d value bytes) in %.2fs: %.0f records/s, %.2f MiB/s\n",
+			f.Records, f.ValueBytes, f.ElapsedSeconds, f.RecordsPerSecond, f.MiBPerSecond)
 	}
 	interrupted := ""
-	if report.Interrupted {
+	if r.Interrupted {
 		interrupted = " (interrupted)"
 	}
-	_, err = fmt.Fprintf(out, "read %d of %d records (%d value bytes) from %d partitions of %s in %.2fs: %.0f records/s, %.2f MiB/s%s\n",
-		report.Records, want, report.ValueBytes, report.Partitions, report.Topic, report.ElapsedSeconds, report.RecordsPerSecond, report.MiBPerSecond, interrupted)
+	_, err := fmt.Fprintf(out, "read %d records (%d value bytes) from %d partitions of %s with %d consumers in %.2fs: %.0f records/s, %.2f MiB/s%s\n",
+		r.Records, r.ValueBytes, r.Partitions, r.Topic, r.Consumers, r.ElapsedSeconds, r.RecordsPerSecond, r.MiBPerSecond, interrupted)
+	if err == nil && r.CPU != nil {
+		_, err = fmt.Fprintf(out, "reading: %.2f CPU seconds of this whole process (brokers and client), %.2f per GiB of values\n",
+			r.CPU.ProcessCPUSeconds, r.CPU.ProcessCPUSecondsPerGiB)
+	}
 	return err
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -23,6 +24,10 @@ type throughputResult struct {
 	ElapsedSeconds   float64 `json:"elapsed_seconds"`
 	RecordsPerSecond float64 `json:"records_per_second"`
 	MiBPerSecond     float64 `json:"mib_per_second"`
+	// CPU is measured when the cluster runs in this process (--dev).
+	CPU *cpuFigure `json:"cpu,omitempty"`
+	// BrokerCPU is read from the brokers' metrics (--broker-metrics).
+	BrokerCPU *brokerCPUFigure `json:"broker_cpu,omitempty"`
 }
 
 // acknowledgements is what kgo's promises report, from its goroutines.
@@ -48,25 +53,38 @@ func (a *acknowledgements) done(record *kgo.Record, err error) {
 	}
 }
 
-// runThroughput produces asynchronously until the bound is reached, a
-// record fails or ctx is done, then waits for every record sent to be
-// answered: the elapsed time runs from the first record sent to the last
-// one answered. Produce blocks while kgo's buffer is full, which is the
-// back-pressure that keeps the phase at the cluster's pace.
-func runThroughput(ctx context.Context, client *kgo.Client, values *valueSource, bound phaseBound) (throughputResult, error) {
+// runThroughput has every producer produce asynchronously until its share
+// of the bound is reached, a record fails or ctx is done, then waits for
+// every record sent to be answered: the elapsed time runs from the first
+// record sent to the last one answered. Produce blocks while kgo's buffer
+// is full, which is the back-pressure that keeps the phase at the
+// cluster's pace.
+func runThroughput(ctx context.Context, producers benchProducers, bound phaseBound, progress *benchProgress, label string) (throughputResult, error) {
 	// Produce and Flush do not see ctx's end: an interruption stops the
 	// sending, but the records sent are still answered (each within the
 	// delivery timeout), so the figures count each record sent once.
 	sending := context.WithoutCancel(ctx)
 	var acknowledged acknowledgements
+	progress.begin(label, acknowledged.records.Load)
 	started := time.Now()
-	sent := int64(0)
-	for bound.more(sent, time.Since(started)) && acknowledged.errors.Load() == 0 && ctx.Err() == nil {
-		client.Produce(sending, values.next(), acknowledged.done)
-		sent++
+	var sent atomic.Int64
+	flushErrs := make([]error, len(producers))
+	var running sync.WaitGroup
+	for i, producer := range producers {
+		share := bound.share(i, len(producers))
+		running.Go(func() {
+			count := int64(0)
+			for share.more(count, time.Since(started)) && acknowledged.errors.Load() == 0 && ctx.Err() == nil {
+				producer.client.Produce(sending, producer.values.next(), acknowledged.done)
+				count++
+			}
+			sent.Add(count)
+			flushErrs[i] = producer.client.Flush(sending)
+		})
 	}
-	flushErr := client.Flush(sending)
+	running.Wait()
 	elapsed := time.Since(started)
+	progress.end()
 	result := throughputResult{
 		Records:        acknowledged.records.Load(),
 		ValueBytes:     acknowledged.valueBytes.Load(),
@@ -81,13 +99,13 @@ func runThroughput(ctx context.Context, client *kgo.Client, values *valueSource,
 	defer acknowledged.mutex.Unlock()
 	switch {
 	case acknowledged.first != nil:
-		return result, fmt.Errorf("%d of %d records not acknowledged, the first: %w", result.Errors, sent, acknowledged.first)
-	case flushErr != nil:
-		return result, flushErr
-	case result.Records != sent:
+		return result, fmt.Errorf("%d of %d records not acknowledged, the first: %w", result.Errors, sent.Load(), acknowledged.first)
+	case errors.Join(flushErrs...) != nil:
+		return result, errors.Join(flushErrs...)
+	case result.Records != sent.Load():
 		// Every promise runs before Flush returns; a count that does not
 		// add up is a bug in this code or in the client, not a figure.
-		panic(fmt.Sprintf("bench: %d records sent, %d acknowledged, no error", sent, result.Records))
+		panic(fmt.Sprintf("bench: %d records sent, %d acknowledged, no error", sent.Load(), result.Records))
 	}
 	return result, nil
 }
@@ -104,23 +122,40 @@ type latencyResult struct {
 	MeanMs float64 `json:"mean_ms"`
 }
 
-// runLatency produces one record at a time, each sent only after the one
-// before was acknowledged, and times each from Produce to its answer,
-// until the bound is reached or ctx is done. ProduceSync ends kgo's linger
-// for its records, so the default linger does not add to a sample.
-func runLatency(ctx context.Context, client *kgo.Client, values *valueSource, bound phaseBound) (latencyResult, error) {
+// runLatency has every producer produce one record at a time, each sent
+// only after the one before was acknowledged, and times each from Produce
+// to its answer, until its share of the bound is reached or ctx is done.
+// ProduceSync ends kgo's linger for its records, so the default linger
+// does not add to a sample. The samples of all producers are pooled.
+func runLatency(ctx context.Context, producers benchProducers, bound phaseBound, progress *benchProgress, label string) (latencyResult, error) {
 	sending := context.WithoutCancel(ctx) // as in runThroughput
-	var samples []time.Duration
+	var counted atomic.Int64
+	var failed atomic.Bool // one producer's failure stops the others
+	progress.begin(label, counted.Load)
+	samples := make([][]time.Duration, len(producers))
+	errs := make([]error, len(producers))
 	started := time.Now()
-	for bound.more(int64(len(samples)), time.Since(started)) && len(samples) < maxLatencySamples && ctx.Err() == nil {
-		record := values.next()
-		sent := time.Now()
-		if err := client.ProduceSync(sending, record).FirstErr(); err != nil {
-			return summarizeLatency(samples), fmt.Errorf("record %d not acknowledged: %w", len(samples), err)
-		}
-		samples = append(samples, time.Since(sent))
+	var running sync.WaitGroup
+	for i, producer := range producers {
+		share := bound.share(i, len(producers))
+		limit := maxLatencySamples / len(producers)
+		running.Go(func() {
+			for share.more(int64(len(samples[i])), time.Since(started)) && len(samples[i]) < limit && ctx.Err() == nil && !failed.Load() {
+				record := producer.values.next()
+				sent := time.Now()
+				if err := producer.client.ProduceSync(sending, record).FirstErr(); err != nil {
+					errs[i] = fmt.Errorf("producer %d: record %d not acknowledged: %w", i, len(samples[i]), err)
+					failed.Store(true)
+					return
+				}
+				samples[i] = append(samples[i], time.Since(sent))
+				counted.Add(1)
+			}
+		})
 	}
-	return summarizeLatency(samples), nil
+	running.Wait()
+	progress.end()
+	return summarizeLatency(slices.Concat(samples...)), errors.Join(errs...)
 }
 
 func summarizeLatency(samples []time.Duration) latencyResult {

@@ -14,6 +14,9 @@ import (
 // the client where kgo chose it, and each phase's figures. A phase that
 // did not run is nil; one that failed holds what it had when it stopped.
 type benchReport struct {
+	// Cluster names the cluster --dev started in this process, if any.
+	Cluster            string            `json:"cluster,omitempty"`
+	Producers          int               `json:"producers"`
 	Topic              string            `json:"topic"`
 	Partitions         int               `json:"partitions"`
 	TopicCreated       bool              `json:"topic_created"`
@@ -44,7 +47,7 @@ func (o benchOptions) newReport(client *kgo.Client) (benchReport, error) {
 			client.OptValue(kgo.ProducerLinger), client.OptValue(kgo.ProducerBatchMaxBytes), client.OptValue(kgo.MaxBufferedRecords))
 	}
 	return benchReport{
-		Topic: o.topic, Acks: o.acks, Idempotent: o.idempotent, ValueBytes: o.size, Keys: o.keys, Compression: "none",
+		Producers: o.producers, Topic: o.topic, Acks: o.acks, Idempotent: o.idempotent, ValueBytes: o.size, Keys: o.keys, Compression: "none",
 		LingerMs: milliseconds(linger), BatchMaxBytes: batchBytes, MaxBufferedRecords: buffered,
 		Seed: o.seed, WarmupSeconds: o.warmup.Seconds(),
 	}, nil
@@ -63,8 +66,11 @@ func (r benchReport) print(out io.Writer, asJSON bool) error {
 	if r.Idempotent {
 		idempotent = "idempotent"
 	}
-	fmt.Fprintf(out, "topic %s (partitions %d%s), acks=%s, %s, %d-byte random values, compression none\n",
-		r.Topic, r.Partitions, created, r.Acks, idempotent, r.ValueBytes)
+	if r.Cluster != "" {
+		fmt.Fprintf(out, "cluster: %s, started in this process\n", r.Cluster)
+	}
+	fmt.Fprintf(out, "topic %s (partitions %d%s), acks=%s, %s, %d-byte random values, compression none, %d producers\n",
+		r.Topic, r.Partitions, created, r.Acks, idempotent, r.ValueBytes, r.Producers)
 	fmt.Fprintf(out, "kgo: linger %gms, batch max %d bytes, max buffered records %d; warmup %gs, %d records\n",
 		r.LingerMs, r.BatchMaxBytes, r.MaxBufferedRecords, r.WarmupSeconds, r.WarmupRecords)
 	if r.Interrupted {
@@ -83,5 +89,17 @@ func (r benchReport) print(out io.Writer, asJSON bool) error {
 		fmt.Fprintln(table, "latency\tcount\tp50 ms\tp90 ms\tp99 ms\tp99.9 ms\tmax ms\tmean ms")
 		fmt.Fprintf(table, "\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\n", l.Count, l.P50Ms, l.P90Ms, l.P99Ms, l.P999Ms, l.MaxMs, l.MeanMs)
 	}
-	return table.Flush()
+	if err := table.Flush(); err != nil {
+		return err
+	}
+	if t := r.Throughput; t != nil && t.CPU != nil {
+		fmt.Fprintf(out, "\nthroughput phase: %.2f CPU seconds of this whole process (brokers and client), %.2f per GiB of values\n",
+			t.CPU.ProcessCPUSeconds, t.CPU.ProcessCPUSecondsPerGiB)
+	}
+	if t := r.Throughput; t != nil && t.BrokerCPU != nil {
+		_, err := fmt.Fprintf(out, "throughput phase: %.2f CPU seconds of the broker processes (%d metrics endpoints), %.2f per GiB of values\n",
+			t.BrokerCPU.BrokerCPUSeconds, t.BrokerCPU.Endpoints, t.BrokerCPU.BrokerCPUSecondsPerGiB)
+		return err
+	}
+	return nil
 }

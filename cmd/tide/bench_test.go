@@ -179,21 +179,20 @@ func BenchmarkBenchValues(b *testing.B) {
 // in this process: b.N records of 1 KiB, acks=all, idempotent.
 func BenchmarkBenchProduceServed(b *testing.B) {
 	kafka := serveNode(b)
-	options := benchOptions{clientOptions: clientOptions{bootstrap: kafka, timeout: 10 * time.Second},
-		topic: "bench", partitions: 3, replicationFactor: -1, acks: "all", idempotent: true, maxBufferedRecords: 100_000}
+	options := benchOptions{benchLoad: benchLoad{clientOptions: clientOptions{bootstrap: kafka, timeout: 10 * time.Second},
+		topic: "bench", partitions: 3, replicationFactor: -1, acks: "all", size: 1024, producers: 1}, idempotent: true, maxBufferedRecords: 100_000}
 	ctx := context.Background()
-	client, metadata, err := options.connect(ctx, []string{options.topic}, options.producerOptions()...)
+	producers, metadata, err := options.connectProducers(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer client.Close()
-	if _, _, err := options.ensureTopic(ctx, client, metadata); err != nil {
+	defer producers.close()
+	if _, _, err := options.ensureTopic(ctx, producers[0].client, metadata); err != nil {
 		b.Fatal(err)
 	}
-	values := newValueSource(1, 1024, false)
 	b.SetBytes(1024)
 	b.ResetTimer()
-	if _, err := runThroughput(ctx, client, values, phaseBound{records: int64(b.N)}); err != nil {
+	if _, err := runThroughput(ctx, producers, phaseBound{records: int64(b.N)}, nil, "throughput"); err != nil {
 		b.Fatal(err)
 	}
 }
