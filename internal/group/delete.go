@@ -21,8 +21,19 @@ func (c *Coordinator) handleDeleteGroups(id RequestID, request *kmsg.DeleteGroup
 	response.Version = request.Version
 	var records []Record
 	var deleted []*group
+	var deletedConsumers []string
 	for _, groupID := range request.Groups {
 		result := kmsg.DeleteGroupsResponseGroup{Group: groupID}
+		if consumer := c.consumerGroups[groupID]; consumer != nil {
+			var tombstones []Record
+			tombstones, result.ErrorCode = c.deleteEmptyConsumerGroup(consumer)
+			records = append(records, tombstones...)
+			if tombstones != nil {
+				deletedConsumers = append(deletedConsumers, groupID)
+			}
+			response.Groups = append(response.Groups, result)
+			continue
+		}
 		group := c.groups[groupID]
 		switch {
 		case group == nil || group.state == stateDead:
@@ -43,6 +54,11 @@ func (c *Coordinator) handleDeleteGroups(id RequestID, request *kmsg.DeleteGroup
 		return
 	}
 	c.write(records, func(errorCode int16) {
+		for i := range response.Groups {
+			if errorCode != 0 && slices.Contains(deletedConsumers, response.Groups[i].Group) {
+				response.Groups[i].ErrorCode = errorCode
+			}
+		}
 		for _, group := range deleted {
 			if errorCode != 0 {
 				group.transition(stateEmpty, c.nowMs)
