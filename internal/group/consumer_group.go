@@ -336,19 +336,19 @@ func (c *Coordinator) checkConsumerGroups() error {
 // hold, or one whose recorded owner is not the member holding it; "" when
 // there is none.
 func twoOwners(group *consumerGroup) string {
-	holders := map[string]string{}
+	holders := map[topicPartition]string{}
 	for _, memberID := range group.sortedMemberIDs() {
 		member := group.members[memberID]
 		for _, set := range []assignor.Assignment{member.current.Assigned, member.current.PendingRevocation} {
 			for _, topic := range set.Topics() {
 				for _, partition := range set[topic] {
-					key := fmt.Sprintf("%s-%d", topic, partition)
+					key := topicPartition{topic, partition}
 					if other, taken := holders[key]; taken {
-						return fmt.Sprintf("partition %s owned by %s and %s", key, other, memberID)
+						return fmt.Sprintf("partition %s-%d owned by %s and %s", topic, partition, other, memberID)
 					}
 					holders[key] = memberID
 					if owner := group.owners.Owner(topic, partition); owner != memberID {
-						return fmt.Sprintf("partition %s held by %s, recorded as owned by %q", key, memberID, owner)
+						return fmt.Sprintf("partition %s-%d held by %s, recorded as owned by %q", topic, partition, memberID, owner)
 					}
 				}
 			}

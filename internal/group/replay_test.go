@@ -57,9 +57,12 @@ type replayRun struct {
 	random  *rand.Rand
 	h       *harness
 	clients []*replayClient
-	joins   map[RequestID]*replayClient
-	commits map[RequestID]pendingCommit
-	syncs   map[RequestID]pendingSync
+	// consumers are the KIP-848 clients of group "cg"
+	// (replay_consumer_test.go).
+	consumers []*consumerClient
+	joins     map[RequestID]*replayClient
+	commits   map[RequestID]pendingCommit
+	syncs     map[RequestID]pendingSync
 	// owners maps each assignment handed out, by group and generation,
 	// to the client that got it: no partition may have two owners in a
 	// generation.
@@ -91,11 +94,17 @@ func newReplayRun(t testing.TB, seed int64, config Config) *replayRun {
 		}
 		run.clients = append(run.clients, client)
 	}
+	run.consumers = newConsumerClients(3)
 	return run
 }
 
 // step takes one random action.
 func (r *replayRun) step() {
+	if r.random.Intn(100) < 30 {
+		r.consumerStep()
+		r.collectAnswers()
+		return
+	}
 	client := r.clients[r.random.Intn(len(r.clients))]
 	switch action := r.random.Intn(100); {
 	case action < 15:
@@ -301,6 +310,8 @@ func (r *replayRun) leadershipChange() {
 // commits answered OK and checks the assignments handed out.
 func (r *replayRun) collectAnswers() {
 	r.collectSyncs()
+	r.collectConsumerAnswers()
+	r.checkConsumerGroups("after a step")
 	for id, client := range r.joins {
 		response, ok := r.h.answers[id]
 		if !ok {
