@@ -260,3 +260,19 @@ func TestConsumerGroupOffsetCommits(t *testing.T) {
 	}
 	checkReloads(t, h)
 }
+
+// TestConsumerGroupSeesNewPartitions: a topic that grows changes the
+// subscription metadata at the next heartbeat, which bumps the group
+// epoch and assigns the new partition.
+func TestConsumerGroupSeesNewPartitions(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	expectBeat(t, h, consumerJoin("g", "a", "t"), "epoch 1 assigned [0 1 2]")
+	grown := map[string]TopicInfo{"t": {ID: testTopics["t"].ID, Partitions: 4}, "u": testTopics["u"]}
+	h.coordinator.SetTopics(grown)
+	expectBeat(t, h, consumerBeat("g", "a", 1, []int32{0, 1, 2}), "epoch 2 assigned [0 1 2 3]")
+	replayed := h.replay(false)
+	replayed.SetTopics(grown)
+	if group := replayed.consumerGroups["g"]; group == nil || fmt.Sprint(group.members["a"].current.Assigned["t"]) != "[0 1 2 3]" {
+		t.Fatalf("the reloaded group: %+v", group)
+	}
+}

@@ -395,6 +395,9 @@ func (c *Coordinator) removeConsumerMember(group *consumerGroup, member *consume
 // tickConsumerGroup fences the members whose session or rebalance timeout
 // has passed, as a leave (-1) would remove them.
 func (c *Coordinator) tickConsumerGroup(group *consumerGroup) {
+	if group.earliestDeadlineMs() > c.nowMs {
+		return
+	}
 	before := c.recordSet(group)
 	for _, id := range group.sortedMemberIDs() {
 		member := group.members[id]
