@@ -205,6 +205,15 @@ func TestConsumerGroupTimeoutsAndStaticMembers(t *testing.T) {
 	if group := h.coordinator.consumerGroups["g"]; group.members["a"] != nil || group.members["a2"] == nil || group.instances["i"] != "a2" {
 		t.Fatalf("the static member was not replaced: %v", group.instances)
 	}
+	again := consumerJoin("g", "a2", "t")
+	again.InstanceID = stringPointer("i")
+	expectBeat(t, h, again, kerr.UnreleasedInstanceID.Message)
+	leave = consumerBeat("g", "a2", -2, nil)
+	leave.InstanceID = stringPointer("i")
+	expectBeat(t, h, leave, "epoch -2")
+	if got := beatAnswer(h.answer(h.send(again))); !strings.HasPrefix(got, "epoch ") {
+		t.Fatalf("static member back under its own id after -2: %s", got)
+	}
 	checkReloads(t, h)
 	// Silence: every member's session ends and the group is Empty.
 	h.advance(DefaultConfig().ConsumerSessionTimeoutMs + 1)
@@ -275,4 +284,24 @@ func TestConsumerGroupSeesNewPartitions(t *testing.T) {
 	if group := replayed.consumerGroups["g"]; group == nil || fmt.Sprint(group.members["a"].current.Assigned["t"]) != "[0 1 2 3]" {
 		t.Fatalf("the reloaded group: %+v", group)
 	}
+}
+
+// TestEmptyGroupsChangeProtocol: an empty consumer group gives its id to a
+// classic JoinGroup, and an empty classic group to a consumer join, as
+// Kafka converts empty groups whatever the migration policy.
+func TestEmptyGroupsChangeProtocol(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	expectBeat(t, h, consumerJoin("g", "a", "t"), "epoch 1 assigned [0 1 2]")
+	expectBeat(t, h, consumerBeat("g", "a", -1, nil), "epoch -1")
+	h.send(joinRequestFor(0, "g", ""))
+	if h.coordinator.consumerGroups["g"] != nil || h.coordinator.groups["g"] == nil {
+		t.Fatal("the empty consumer group was not replaced by the classic one")
+	}
+	checkReloads(t, h)
+	h.advance(int64(DefaultConfig().NewMemberJoinTimeoutMs) + 1) // the classic member's session ends
+	expectBeat(t, h, consumerJoin("g", "b", "t"), "epoch 1 assigned [0 1 2]")
+	if h.coordinator.groups["g"] != nil {
+		t.Fatal("the empty classic group was not replaced by the consumer group")
+	}
+	checkReloads(t, h)
 }

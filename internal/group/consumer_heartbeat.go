@@ -189,7 +189,9 @@ func (c *Coordinator) consumerMemberFor(group *consumerGroup, client Client, req
 			return nil, kerr.UnknownMemberID.Code
 		case request.MemberEpoch != consumerheartbeat.JoinEpoch && holder != memberID:
 			return nil, kerr.FencedInstanceID.Code
-		case request.MemberEpoch == consumerheartbeat.JoinEpoch && held && holder != memberID:
+		case request.MemberEpoch == consumerheartbeat.JoinEpoch && held:
+			// Kafka's rule, whatever the member id: the instance rejoins
+			// only after its holder left with -2.
 			if group.members[holder].current.MemberEpoch != consumerheartbeat.StaticLeaveEpoch {
 				return nil, kerr.UnreleasedInstanceID.Code
 			}
@@ -219,8 +221,9 @@ func (c *Coordinator) consumerMemberFor(group *consumerGroup, client Client, req
 }
 
 // replaceStaticConsumerMember gives a static member's place, after its temporary
-// leave (epoch -2), to its new member id: the assignment is inherited
-// with epochs 0, as Kafka does; the old id's records are tombstoned.
+// leave (epoch -2), to its new member id (or its old one, rejoining): the
+// assignment is inherited with epochs 0, as Kafka does; an old id's
+// records are tombstoned.
 func (c *Coordinator) replaceStaticConsumerMember(group *consumerGroup, old *consumerMember, memberID string) *consumerMember {
 	if memberID == "" {
 		memberID = c.newMemberID("")[1:]

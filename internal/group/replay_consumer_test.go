@@ -25,6 +25,8 @@ import (
 // consumerClient is one simulated KIP-848 consumer.
 type consumerClient struct {
 	memberID string
+	// instanceID makes the client a static member ("" for dynamic).
+	instanceID string
 	epoch    int32
 	// owned are the partitions of topic t the client consumes now.
 	owned []int32
@@ -36,7 +38,11 @@ type consumerClient struct {
 func newConsumerClients(count int) []*consumerClient {
 	var clients []*consumerClient
 	for i := 0; i < count; i++ {
-		clients = append(clients, &consumerClient{memberID: fmt.Sprintf("consumer-%d", i)})
+		client := &consumerClient{memberID: fmt.Sprintf("consumer-%d", i)}
+		if i == count-1 {
+			client.instanceID = "static-consumer"
+		}
+		clients = append(clients, client)
 	}
 	return clients
 }
@@ -59,18 +65,28 @@ func (r *replayRun) consumerStep() {
 			}
 			request = consumerBeat("cg", client.memberID, client.epoch, owned)
 		}
-		client.sent = request.MemberEpoch
-		client.inFlight = r.h.send(request)
+		r.sendConsumer(client, request)
 	case action < 65:
 		if client.epoch > 0 {
-			client.sent = -1
-			client.inFlight = r.h.send(consumerBeat("cg", client.memberID, -1, nil))
+			epoch := int32(-1)
+			if client.instanceID != "" && r.random.Intn(2) == 0 {
+				epoch = -2 // leaves for a while, back under the same instance id
+			}
+			r.sendConsumer(client, consumerBeat("cg", client.memberID, epoch, nil))
 		}
 	default:
 		if client.epoch > 0 {
 			r.commitAs(client)
 		}
 	}
+}
+
+func (r *replayRun) sendConsumer(client *consumerClient, request *kmsg.ConsumerGroupHeartbeatRequest) {
+	if client.instanceID != "" {
+		request.InstanceID = stringPointer(client.instanceID)
+	}
+	client.sent = request.MemberEpoch
+	client.inFlight = r.h.send(request)
 }
 
 // commitAs commits offsets of the client's partitions at its epoch
@@ -106,7 +122,7 @@ func (r *replayRun) collectConsumerAnswers() {
 		case answer.ErrorCode == kerr.FencedMemberEpoch.Code || answer.ErrorCode == kerr.UnknownMemberID.Code:
 			client.epoch, client.owned = 0, nil
 		case answer.ErrorCode != 0:
-		case client.sent == -1:
+		case client.sent < 0:
 			client.epoch, client.owned = 0, nil
 		default:
 			client.epoch = answer.MemberEpoch
