@@ -27,7 +27,7 @@ type consumerClient struct {
 	memberID string
 	// instanceID makes the client a static member ("" for dynamic).
 	instanceID string
-	epoch    int32
+	epoch      int32
 	// owned are the partitions of topic t the client consumes now.
 	owned []int32
 	// inFlight is the heartbeat awaiting its answer; 0 when none.
