@@ -80,6 +80,9 @@ type consumerGroup struct {
 	members      map[string]*consumerMember
 	instances    map[string]string
 	owners       *reconcile.Owners
+	// change is the change being made by one request or timer, nil
+	// between them (see beginChange).
+	change *groupChange
 }
 
 // consumerMember is one member of a consumer group.
@@ -164,21 +167,79 @@ func (c *Coordinator) byName(g *consumerGroup, topics []topicIDPartitions) assig
 // recordSet is every record the group's state is made of, by key: what
 // a coordinator that loads the log rebuilds the group from.
 func (c *Coordinator) recordSet(g *consumerGroup) map[consumerKey][]byte {
-	set := map[consumerKey][]byte{
+	set := c.groupRecords(g)
+	for _, member := range g.members {
+		c.addMemberRecords(set, g, member)
+	}
+	return set
+}
+
+// groupRecords are the group's own records: epoch, subscription metadata,
+// assignment epoch.
+func (c *Coordinator) groupRecords(g *consumerGroup) map[consumerKey][]byte {
+	return map[consumerKey][]byte{
 		{recordType: recordTypeConsumerGroupMetadata, group: g.id}:                 encodeGroupEpochValue(g.epoch),
 		{recordType: recordTypeConsumerGroupPartitionMetadata, group: g.id}:        encodePartitionMetadataValue(g.subscription),
 		{recordType: recordTypeConsumerGroupTargetAssignmentMetadata, group: g.id}: encodeGroupEpochValue(g.assignmentEpoch),
 	}
-	for id, member := range g.members {
-		set[consumerKey{recordType: recordTypeConsumerGroupMemberMetadata, group: g.id, member: id}] = encodeMemberMetadataValue(member.metadata)
-		set[consumerKey{recordType: recordTypeConsumerGroupTargetAssignmentMember, group: g.id, member: id}] =
-			encodeTargetMemberValue(c.byID(g, member.target))
-		set[consumerKey{recordType: recordTypeConsumerGroupCurrentMemberAssignment, group: g.id, member: id}] =
-			encodeCurrentAssignmentValue(currentAssignmentValue{memberEpoch: member.current.MemberEpoch,
-				previousMemberEpoch: member.current.PreviousMemberEpoch, state: int8(member.current.State),
-				assigned: c.byID(g, member.current.Assigned), pendingRevocation: c.byID(g, member.current.PendingRevocation)})
+}
+
+// addMemberRecords adds a member's three records to set.
+func (c *Coordinator) addMemberRecords(set map[consumerKey][]byte, g *consumerGroup, member *consumerMember) {
+	set[consumerKey{recordType: recordTypeConsumerGroupMemberMetadata, group: g.id, member: member.id}] = encodeMemberMetadataValue(member.metadata)
+	set[consumerKey{recordType: recordTypeConsumerGroupTargetAssignmentMember, group: g.id, member: member.id}] =
+		encodeTargetMemberValue(c.byID(g, member.target))
+	set[consumerKey{recordType: recordTypeConsumerGroupCurrentMemberAssignment, group: g.id, member: member.id}] =
+		encodeCurrentAssignmentValue(currentAssignmentValue{memberEpoch: member.current.MemberEpoch,
+			previousMemberEpoch: member.current.PreviousMemberEpoch, state: int8(member.current.State),
+			assigned: c.byID(g, member.current.Assigned), pendingRevocation: c.byID(g, member.current.PendingRevocation)})
+}
+
+// groupChange is the part of a group one request or timer may change:
+// the group's own records and those of the members touched, as they were
+// before. Encoding only these keeps a steady heartbeat's cost independent
+// of the group's size; the replay property checks nothing is missed (the
+// live records equal the committed ones).
+type groupChange struct {
+	before  map[consumerKey][]byte
+	touched map[string]bool
+}
+
+// beginChange starts a change of the group; endChange returns its records.
+func (c *Coordinator) beginChange(g *consumerGroup) {
+	if g.change != nil {
+		panic("group: a consumer group change began inside another")
 	}
-	return set
+	g.change = &groupChange{before: c.groupRecords(g), touched: map[string]bool{}}
+}
+
+// touch notes that member id (present, new or about to go) is changed: it
+// must be called BEFORE the member's state changes.
+func (c *Coordinator) touch(g *consumerGroup, id string) {
+	if g.change == nil {
+		panic("group: a consumer group member changed outside a change")
+	}
+	if g.change.touched[id] {
+		return
+	}
+	g.change.touched[id] = true
+	if member := g.members[id]; member != nil {
+		c.addMemberRecords(g.change.before, g, member)
+	}
+}
+
+// endChange returns the records that turn the group's touched part from
+// what it was into what it is.
+func (c *Coordinator) endChange(g *consumerGroup) []Record {
+	after := c.groupRecords(g)
+	for id := range g.change.touched {
+		if member := g.members[id]; member != nil {
+			c.addMemberRecords(after, g, member)
+		}
+	}
+	records := diffRecords(g.change.before, after)
+	g.change = nil
+	return records
 }
 
 // consumerWriteOrder is the order of record types in an append: a

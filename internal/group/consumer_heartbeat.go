@@ -48,7 +48,7 @@ func (c *Coordinator) handleConsumerGroupHeartbeat(id RequestID, client Client, 
 		c.answer(id, heartbeatError(request, code, ""))
 		return
 	}
-	before := c.recordSet(group)
+	c.beginChange(group)
 	var response *kmsg.ConsumerGroupHeartbeatResponse
 	switch request.MemberEpoch {
 	case consumerheartbeat.LeaveEpoch, consumerheartbeat.StaticLeaveEpoch:
@@ -60,7 +60,7 @@ func (c *Coordinator) handleConsumerGroupHeartbeat(id RequestID, client Client, 
 	// member's new subscription, a bumped epoch): what changed is written,
 	// and the answer waits for it, so live state never runs ahead of the
 	// log.
-	c.writeConsumerGroup(group, before, func(errorCode int16) {
+	c.writeConsumerGroup(group, func(errorCode int16) {
 		if errorCode != 0 {
 			response = heartbeatError(request, errorCode, "")
 		}
@@ -103,12 +103,12 @@ func (c *Coordinator) dropIfEmptyAndUnwritten(group *consumerGroup) {
 	}
 }
 
-// writeConsumerGroup writes what changed in the group since before and
+// writeConsumerGroup ends the group's change, writes what changed and
 // runs done once it is committed; with nothing to write, done runs once
 // the group's earlier writes are committed, so no answer shows state that
 // is not yet durable.
-func (c *Coordinator) writeConsumerGroup(group *consumerGroup, before map[consumerKey][]byte, done func(errorCode int16)) {
-	records := diffRecords(before, c.recordSet(group))
+func (c *Coordinator) writeConsumerGroup(group *consumerGroup, done func(errorCode int16)) {
+	records := c.endChange(group)
 	if len(records) > 0 {
 		c.write(records, done)
 		return
@@ -147,6 +147,7 @@ func (c *Coordinator) consumerHeartbeat(group *consumerGroup, client Client, req
 	if code != 0 {
 		return heartbeatError(request, code, "")
 	}
+	c.touch(group, member.id)
 	previousAssigned := member.current.Assigned
 	bump := c.updateSubscription(group, member, client, request)
 	if c.refreshSubscriptionMetadata(group) {
@@ -209,6 +210,7 @@ func (c *Coordinator) consumerMemberFor(group *consumerGroup, client Client, req
 		if memberID == "" {
 			memberID = c.newMemberID("")[1:] // v0: the coordinator names the member, a bare UUID as Kafka
 		}
+		c.touch(group, memberID)
 		member = &consumerMember{id: memberID, target: assignor.Assignment{}, metadata: consumerMemberMetadata{rebalanceTimeoutMs: -1},
 			current: reconcile.Member{Assigned: assignor.Assignment{}, PendingRevocation: assignor.Assignment{}}}
 		group.members[memberID] = member
@@ -228,6 +230,8 @@ func (c *Coordinator) replaceStaticConsumerMember(group *consumerGroup, old *con
 	if memberID == "" {
 		memberID = c.newMemberID("")[1:]
 	}
+	c.touch(group, old.id)
+	c.touch(group, memberID)
 	member := &consumerMember{id: memberID, metadata: old.metadata, target: old.target, current: old.current}
 	member.current.MemberEpoch, member.current.PreviousMemberEpoch = 0, 0
 	group.owners.Remove(old.id, old.current)
@@ -288,6 +292,11 @@ func (c *Coordinator) refreshSubscriptionMetadata(group *consumerGroup) bool {
 	if slices.Equal(subscription, group.subscription) {
 		return false
 	}
+	// The members' records name topics through the subscription: encode
+	// them as they were before it changes.
+	for _, id := range group.sortedMemberIDs() {
+		c.touch(group, id)
+	}
 	group.subscription = subscription
 	return true
 }
@@ -316,6 +325,7 @@ func (c *Coordinator) computeTarget(group *consumerGroup) error {
 		return err
 	}
 	for id, member := range group.members {
+		c.touch(group, id)
 		member.target = targets[id]
 		if member.target == nil {
 			member.target = assignor.Assignment{}
@@ -370,6 +380,7 @@ func (c *Coordinator) consumerLeave(group *consumerGroup, request *kmsg.Consumer
 	response := request.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	response.MemberID, response.MemberEpoch = &member.id, request.MemberEpoch
 	response.HeartbeatIntervalMillis = c.config.ConsumerHeartbeatIntervalMs
+	c.touch(group, member.id)
 	if request.MemberEpoch == consumerheartbeat.StaticLeaveEpoch {
 		before := member.current
 		member.current = reconcile.Member{State: reconcile.Stable, MemberEpoch: consumerheartbeat.StaticLeaveEpoch,
@@ -386,6 +397,7 @@ func (c *Coordinator) consumerLeave(group *consumerGroup, request *kmsg.Consumer
 // partitions are free, and the group epoch is bumped so the others get a
 // new target.
 func (c *Coordinator) removeConsumerMember(group *consumerGroup, member *consumerMember) {
+	c.touch(group, member.id)
 	group.owners.Remove(member.id, member.current)
 	delete(group.members, member.id)
 	if member.metadata.instanceID != nil && group.instances[*member.metadata.instanceID] == member.id {
@@ -401,7 +413,7 @@ func (c *Coordinator) tickConsumerGroup(group *consumerGroup) {
 	if group.earliestDeadlineMs() > c.nowMs {
 		return
 	}
-	before := c.recordSet(group)
+	c.beginChange(group)
 	for _, id := range group.sortedMemberIDs() {
 		member := group.members[id]
 		sessionOver := c.nowMs >= member.sessionDeadlineMs
@@ -415,7 +427,7 @@ func (c *Coordinator) tickConsumerGroup(group *consumerGroup) {
 		}
 		c.removeConsumerMember(group, member)
 	}
-	c.writeConsumerGroup(group, before, func(int16) {})
+	c.writeConsumerGroup(group, func(int16) {})
 }
 
 func stringOrEmpty(value *string) string {
