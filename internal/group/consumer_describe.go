@@ -184,3 +184,38 @@ func (c *Coordinator) deleteEmptyConsumerGroup(group *consumerGroup) ([]Record, 
 	}
 	return c.deleteConsumerGroup(group, true), 0
 }
+
+// subscribedTopics are the topics the group's members subscribe to.
+func (g *consumerGroup) subscribedTopics() map[string]bool {
+	topics := map[string]bool{}
+	for _, member := range g.members {
+		for _, name := range member.metadata.subscribedTopicNames {
+			topics[name] = true
+		}
+	}
+	return topics
+}
+
+// expireConsumerGroupOffsets is offset expiry for a consumer group (Kafka's
+// ConsumerGroup.offsetExpirationCondition and isSubscribedToTopic): an
+// offset expires retention after its commit unless a member subscribes
+// to its topic (or its commit's own expire timestamp passed). An empty
+// group left without offsets is deleted with them, as Kafka deletes it.
+func (c *Coordinator) expireConsumerGroupOffsets(group *consumerGroup, durable *durableGroup) []Record {
+	subscribed := group.subscribedTopics()
+	var records []Record
+	for _, partition := range sortedPartitions(durable.offsets) {
+		offset := durable.offsets[partition]
+		expired := c.nowMs-offset.commitTimestampMs >= c.config.OffsetsRetentionMs && !subscribed[partition.topic]
+		if offset.expireTimestampMs >= 0 {
+			expired = c.nowMs >= offset.expireTimestampMs
+		}
+		if expired {
+			records = append(records, offsetTombstone(group.id, partition))
+		}
+	}
+	if len(records) > 0 && len(records) == len(durable.offsets) && len(group.members) == 0 {
+		records = append(records, c.deleteConsumerGroup(group, false)...)
+	}
+	return records
+}

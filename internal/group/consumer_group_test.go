@@ -305,3 +305,36 @@ func TestEmptyGroupsChangeProtocol(t *testing.T) {
 	}
 	checkReloads(t, h)
 }
+
+// TestConsumerGroupOffsetsDeleteAndExpire: OffsetDelete refuses the
+// topics members subscribe to; expiry takes the offsets of the others
+// retention after their commit, and those of every topic once the group
+// is empty, deleting the group with its last offsets.
+func TestConsumerGroupOffsetsDeleteAndExpire(t *testing.T) {
+	config := DefaultConfig()
+	config.OffsetsRetentionMs, config.OffsetsRetentionCheckIntervalMs = 30000, 1000
+	h := newHarness(t, config)
+	expectBeat(t, h, consumerJoin("g", "a", "t"), "epoch 1 assigned [0 1 2]")
+	request := kmsg.NewPtrOffsetCommitRequest()
+	request.Version, request.Group, request.MemberID, request.Generation = 9, "g", "a", 1
+	request.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5}}},
+		{Topic: "u", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 6}, {Partition: 1, Offset: 7}}}}
+	h.send(request)
+	deleted := h.answer(h.send(&kmsg.OffsetDeleteRequest{Group: "g", Topics: []kmsg.OffsetDeleteRequestTopic{
+		{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}},
+		{Topic: "u", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}})).(*kmsg.OffsetDeleteResponse)
+	if deleted.ErrorCode != 0 || deleted.Topics[0].Partitions[0].ErrorCode != kerr.GroupSubscribedToTopic.Code || deleted.Topics[1].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("offset delete: %+v", deleted)
+	}
+	h.advance(31000)
+	offsets := h.coordinator.durable["g"].offsets
+	if _, kept := offsets[topicPartition{"t", 0}]; !kept || len(offsets) != 1 {
+		t.Fatalf("after retention with a member subscribed to t: %v", offsets)
+	}
+	expectBeat(t, h, consumerBeat("g", "a", -1, nil), "epoch -1")
+	h.advance(1000)
+	if h.coordinator.consumerGroups["g"] != nil || h.coordinator.durable["g"] != nil {
+		t.Fatalf("an empty consumer group whose offsets expired is still there: %+v", h.coordinator.durable["g"])
+	}
+	checkReloads(t, h)
+}

@@ -105,7 +105,12 @@ func (c *Coordinator) handleOffsetDelete(id RequestID, request *kmsg.OffsetDelet
 	response := request.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	response.Version = request.Version
 	group := c.groups[request.Group]
+	consumer := c.consumerGroups[request.Group]
 	switch {
+	case consumer != nil:
+		if !c.canWrite() {
+			response.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		}
 	case group == nil || group.state == stateDead:
 		response.ErrorCode = kerr.GroupIDNotFound.Code
 	case group.state != stateEmpty && group.protocolType != consumerProtocolType:
@@ -117,7 +122,13 @@ func (c *Coordinator) handleOffsetDelete(id RequestID, request *kmsg.OffsetDelet
 		c.answer(id, response)
 		return
 	}
-	subscribed, all := group.subscribedTopics()
+	var subscribed map[string]bool
+	all := false
+	if consumer != nil {
+		subscribed = consumer.subscribedTopics()
+	} else {
+		subscribed, all = group.subscribedTopics()
+	}
 	var records []Record
 	var offsets map[topicPartition]committedOffset
 	if durable := c.durable[request.Group]; durable != nil {
@@ -187,6 +198,10 @@ func (c *Coordinator) expireOffsets() {
 	var deletedGroups []string
 	for _, groupID := range sortedKeys(c.durable) {
 		durable := c.durable[groupID]
+		if consumer := c.consumerGroups[groupID]; consumer != nil && !c.hasPendingWritesFor(groupID) {
+			records = append(records, c.expireConsumerGroupOffsets(consumer, durable)...)
+			continue
+		}
 		group := c.groups[groupID]
 		if group == nil || group.state == stateDead || c.hasPendingWritesFor(groupID) {
 			continue
