@@ -219,3 +219,26 @@ func (c *Coordinator) expireConsumerGroupOffsets(group *consumerGroup, durable *
 	}
 	return records
 }
+
+// validateConsumerOffsetFetch is Kafka's ConsumerGroup.validateOffsetFetch
+// for OffsetFetch v9+: a fetch without a member (null id, epoch < 0) is
+// an admin's and passes; otherwise the member must exist
+// (UNKNOWN_MEMBER_ID) at that epoch (STALE_MEMBER_EPOCH) in the committed
+// state, which OffsetFetch answers from: a member is not refused for an
+// epoch whose record is still in flight. Other groups pass.
+func (c *Coordinator) validateConsumerOffsetFetch(request kmsg.OffsetFetchRequestGroup) int16 {
+	durable := c.durable[request.Group]
+	if durable == nil || len(durable.consumer) == 0 || (request.MemberID == nil && request.MemberEpoch < 0) {
+		return 0
+	}
+	memberID := stringOrEmpty(request.MemberID)
+	value, ok := durable.consumer[consumerKey{recordType: recordTypeConsumerGroupCurrentMemberAssignment, group: request.Group, member: memberID}]
+	if !ok {
+		return kerr.UnknownMemberID.Code
+	}
+	current, err := decodeCurrentAssignmentValue(value)
+	if err != nil || current.memberEpoch != request.MemberEpoch {
+		return kerr.StaleMemberEpoch.Code
+	}
+	return 0
+}

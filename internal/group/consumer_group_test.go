@@ -338,3 +338,26 @@ func TestConsumerGroupOffsetsDeleteAndExpire(t *testing.T) {
 	}
 	checkReloads(t, h)
 }
+
+// TestConsumerGroupOffsetFetchChecksTheMember: OffsetFetch v9 from a
+// member checks its id and epoch against the committed state; an admin's
+// (no member) passes.
+func TestConsumerGroupOffsetFetchChecksTheMember(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	expectBeat(t, h, consumerJoin("g", "a", "t"), "epoch 1 assigned [0 1 2]")
+	fetch := func(member *string, epoch int32) int16 {
+		request := kmsg.NewPtrOffsetFetchRequest()
+		request.Version = 9
+		request.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g", MemberID: member, MemberEpoch: epoch}}
+		return h.answer(h.send(request)).(*kmsg.OffsetFetchResponse).Groups[0].ErrorCode
+	}
+	for _, c := range []struct {
+		member *string
+		epoch  int32
+		want   int16
+	}{{nil, -1, 0}, {stringPointer("a"), 1, 0}, {stringPointer("a"), 0, kerr.StaleMemberEpoch.Code}, {stringPointer("x"), 1, kerr.UnknownMemberID.Code}} {
+		if got := fetch(c.member, c.epoch); got != c.want {
+			t.Errorf("fetch by %v at %d: %d, want %d", c.member, c.epoch, got, c.want)
+		}
+	}
+}

@@ -191,6 +191,12 @@ func (c *Coordinator) offsetFetchResponse(request *kmsg.OffsetFetchRequest) *kms
 	if request.Version >= 8 {
 		for _, group := range request.Groups {
 			out := kmsg.OffsetFetchResponseGroup{Group: group.Group}
+			if request.Version >= 9 {
+				if out.ErrorCode = c.validateConsumerOffsetFetch(group); out.ErrorCode != 0 {
+					response.Groups = append(response.Groups, out)
+					continue
+				}
+			}
 			var requested []requestedTopic
 			if group.Topics != nil {
 				requested = make([]requestedTopic, 0, len(group.Topics))
