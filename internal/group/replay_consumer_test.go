@@ -90,12 +90,18 @@ func (r *replayRun) sendConsumer(client *consumerClient, request *kmsg.ConsumerG
 }
 
 // commitAs commits offsets of the client's partitions at its epoch
-// (OffsetCommit v9, as KIP-848 members must).
+// (OffsetCommit v9, as KIP-848 members must), or one time in five at the
+// epoch before, as a zombie that missed a rebalance would: member epochs
+// only grow, so that commit must be refused.
 func (r *replayRun) commitAs(client *consumerClient) {
 	r.seq++
 	offsets := map[topicPartition]int64{}
 	request := kmsg.NewPtrOffsetCommitRequest()
 	request.Version, request.Group, request.Generation, request.MemberID = 9, "cg", client.epoch, client.memberID
+	stale := r.random.Intn(5) == 0
+	if stale {
+		request.Generation--
+	}
 	entry := kmsg.OffsetCommitRequestTopic{Topic: "t"}
 	for _, partition := range client.owned {
 		r.offset++
@@ -104,7 +110,7 @@ func (r *replayRun) commitAs(client *consumerClient) {
 		r.wrote("cg", topicPartition{"t", partition})
 	}
 	request.Topics = append(request.Topics, entry)
-	r.commits[r.h.send(request)] = pendingCommit{group: "cg", offsets: offsets, seq: r.seq}
+	r.commits[r.h.send(request)] = pendingCommit{group: "cg", offsets: offsets, seq: r.seq, stale: stale}
 }
 
 // collectConsumerAnswers applies heartbeat answers to the clients: an

@@ -38,6 +38,9 @@ type pendingCommit struct {
 	group   string
 	offsets map[topicPartition]int64
 	seq     int
+	// stale is set for a commit at an epoch behind the member's: it must
+	// be refused.
+	stale bool
 }
 
 // pendingSync is a SyncGroup in flight.
@@ -343,6 +346,9 @@ func (r *replayRun) collectAnswers() {
 				key := topicPartition{topic.Topic, partition.Partition}
 				if partition.ErrorCode != 0 {
 					continue
+				}
+				if commit.stale && r.failure == "" {
+					r.failure = fmt.Sprintf("a commit of %s at a stale member epoch was accepted", commit.group)
 				}
 				if r.acked[commit.group] == nil {
 					r.acked[commit.group] = map[topicPartition]ackedOffset{}
