@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tidelog/tide/internal/group/reconcile"
 )
 
 // Tests of KIP-848 consumer groups in the coordinator: joins, the target
@@ -361,3 +363,5 @@ func TestConsumerGroupOffsetFetchChecksTheMember(t *testing.T) {
 		}
 	}
 }
+
+func reconcileStateName(state int8) string { return reconcile.State(state).String() }
