@@ -214,10 +214,12 @@ func (c *Coordinator) FinishLoad(nowMs int64) {
 		if records := c.durable[id].consumer; len(records) > 0 {
 			group := c.consumerGroupFromDurable(id, records, nowMs)
 			c.consumerGroups[id] = group
+			c.at(group.earliestDeadlineMs())
 			continue
 		}
 		group := groupFromDurable(id, c.durable[id], c.config, nowMs)
 		c.groups[id] = group
+		c.at(group.earliestDeadlineMs()) // a stored timeout may be negative: its deadline is already past
 		if len(group.members) > int(c.config.MaxSize) || (len(group.members) > 0 && group.protocol == "") {
 			// group.max.size was lowered (members beyond it are refused
 			// as they rejoin), or the record names no protocol for its

@@ -22,6 +22,10 @@ func FuzzLoad(f *testing.F) {
 		f.Add(record.Key, record.Value, record.Value == nil, metadata.Key, metadata.Value)
 	}
 	f.Add([]byte{0, 9, 1}, []byte{0, 4, 0}, false, []byte{0, 2}, []byte{})
+	// A classic member whose stored session timeout is negative: its
+	// deadline is past when loading ends (found by this target).
+	f.Add([]byte("\x00\x02\x00\x0200"), []byte("\x00\x03\x00\b000000000000\x00\x0500000\x00\x01000000000\x00\x00\x00\x01\x00\x010\x00\x010\x00\x00\x00\x000000\xb5000\x00\x00\x00\x00\x00\x00\x00\x00"),
+		false, []byte("0"), []byte("0"))
 	current := consumerKey{recordType: recordTypeConsumerGroupCurrentMemberAssignment, group: "c", member: "m"}
 	memberKey := consumerKey{recordType: recordTypeConsumerGroupMemberMetadata, group: "c", member: "m"}
 	f.Add(current.encode(), encodeCurrentAssignmentValue(currentAssignmentValue{memberEpoch: 2, state: 1,
