@@ -88,6 +88,12 @@ func (c *Coordinator) consumerGroupFor(request *kmsg.ConsumerGroupHeartbeatReque
 		delete(c.groups, request.Group)
 		if durable := c.durable[request.Group]; (durable != nil && durable.metadata != nil) || c.hasPendingWritesFor(request.Group) {
 			c.write([]Record{groupTombstone(request.Group)}, func(int16) {})
+			// The classic group is gone from the live state: if the
+			// tombstone fails, only a coordinator that loads the log
+			// knows the group again.
+			if write := c.pending[c.nextAppend]; write != nil {
+				write.consumer = true
+			}
 		}
 	}
 	group := newConsumerGroup(request.Group)

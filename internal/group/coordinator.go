@@ -76,7 +76,9 @@ type pendingAppend struct {
 	groups []string
 	// offsets are the offset keys the records set or delete, by group.
 	offsets map[string][]topicPartition
-	// consumer is set when the records include consumer group records.
+	// consumer is set when the records include consumer group records (or
+	// tombstone a classic group a consumer group replaced): the live state
+	// already moved past them, so any failure unloads the coordinator.
 	consumer bool
 	// appliedEarly is set when rule answer-after-commit is off: the records
 	// were applied and their requests answered before the write was known
