@@ -213,3 +213,16 @@ func TestReplayPropertyCatchesTwoOwnersWithoutRevokeBeforeAssign(t *testing.T) {
 	}
 	t.Fatal("no seed found two owners of a partition with revoke-before-assign off")
 }
+
+// TestReplayPropertyMostlyConsumers runs the property with six KIP-848
+// clients taking 80% of the steps: more members, more rebalances, more
+// partitions changing hands.
+func TestReplayPropertyMostlyConsumers(t *testing.T) {
+	for seed := int64(1); seed <= 100; seed++ {
+		run := newReplayRun(t, seed, DefaultConfig())
+		run.consumers, run.consumerShare = newConsumerClients(6), 80
+		if failure := run.run(400); failure != "" {
+			t.Fatalf("seed %d: %s", seed, failure)
+		}
+	}
+}

@@ -63,9 +63,11 @@ type replayRun struct {
 	// consumers are the KIP-848 clients of group "cg"
 	// (replay_consumer_test.go).
 	consumers []*consumerClient
-	joins     map[RequestID]*replayClient
-	commits   map[RequestID]pendingCommit
-	syncs     map[RequestID]pendingSync
+	// consumerShare is the percentage of steps taken by consumers.
+	consumerShare int
+	joins         map[RequestID]*replayClient
+	commits       map[RequestID]pendingCommit
+	syncs         map[RequestID]pendingSync
 	// owners maps each assignment handed out, by group and generation,
 	// to the client that got it: no partition may have two owners in a
 	// generation.
@@ -97,13 +99,13 @@ func newReplayRun(t testing.TB, seed int64, config Config) *replayRun {
 		}
 		run.clients = append(run.clients, client)
 	}
-	run.consumers = newConsumerClients(3)
+	run.consumers, run.consumerShare = newConsumerClients(3), 30
 	return run
 }
 
 // step takes one random action.
 func (r *replayRun) step() {
-	if r.random.Intn(100) < 30 {
+	if r.random.Intn(100) < r.consumerShare {
 		r.consumerStep()
 		r.collectAnswers()
 		return
