@@ -226,3 +226,59 @@ func TestReplayPropertyMostlyConsumers(t *testing.T) {
 		}
 	}
 }
+
+// settleConsumers is the liveness phase: with no more failures, every
+// consumer client heartbeats (rejoining when it must) once a second until
+// the group is Stable with every client a member, every member at the
+// assignment epoch, every partition of t and u owned, and each client
+// consuming exactly what its member is assigned. It fails the run if that
+// takes more than two minutes (sessions of members whose clients lost an
+// answer end after 45 s).
+func (r *replayRun) settleConsumers() {
+	for round := 0; round < 120 && r.failure == ""; round++ {
+		for _, client := range r.consumers {
+			if client.inFlight != 0 {
+				continue
+			}
+			if client.epoch == 0 {
+				r.sendConsumer(client, consumerJoin("cg", client.memberID, "t", "u"))
+			} else {
+				r.sendConsumer(client, consumerBeat("cg", client.memberID, client.epoch, append([]int32{}, client.owned...)))
+			}
+		}
+		r.h.commitAll()
+		r.collectAnswers()
+		if problem := r.unsettled(); problem == "" {
+			return
+		}
+		r.h.advance(1000)
+		r.h.commitAll()
+		r.collectAnswers()
+	}
+	if r.failure == "" {
+		r.failure = "consumer group cg did not settle: " + r.unsettled()
+	}
+}
+
+// unsettled says why the consumer group is not settled, "" when it is.
+func (r *replayRun) unsettled() string {
+	group := r.h.coordinator.consumerGroups["cg"]
+	if group == nil || len(group.members) != len(r.consumers) {
+		return "not every client is a member"
+	}
+	if group.state() != "Stable" {
+		return "state " + group.state()
+	}
+	owned := 0
+	for _, client := range r.consumers {
+		member := group.members[client.memberID]
+		if member == nil || !slices.Equal(member.current.Assigned["t"], client.owned) {
+			return fmt.Sprintf("client %s consumes %v, its member is assigned %v", client.memberID, client.owned, member)
+		}
+		owned += member.current.Assigned.Count()
+	}
+	if owned != int(testTopics["t"].Partitions+testTopics["u"].Partitions) {
+		return fmt.Sprintf("%d partitions owned", owned)
+	}
+	return ""
+}

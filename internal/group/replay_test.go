@@ -409,6 +409,9 @@ func (run *replayRun) run(steps int) string {
 	run.h.commitAll()
 	run.collectAnswers()
 	run.checkReplay("at the end")
+	if !run.ackedOnly && !run.ownersOnly {
+		run.settleConsumers()
+	}
 	// Once the clients fall silent, every session and phase times out:
 	// no request may be left without an answer.
 	for i := 0; i < 4; i++ {
