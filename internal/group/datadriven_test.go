@@ -334,36 +334,8 @@ func (tr *trace) describeAnswer(response kmsg.Response) string {
 			}
 		}
 		return strings.Join(parts, " ")
-	case *kmsg.ConsumerGroupHeartbeatResponse:
-		if response.ErrorCode != 0 {
-			return errorName(response.ErrorCode)
-		}
-		text := fmt.Sprintf("NONE epoch=%d", response.MemberEpoch)
-		if response.Assignment != nil {
-			var partitions []string
-			for _, topic := range response.Assignment.Topics {
-				for _, partition := range topic.Partitions {
-					partitions = append(partitions, fmt.Sprintf("%s/%d", topicNameOf(topic.TopicID), partition))
-				}
-			}
-			text += fmt.Sprintf(" assigned=(%s)", strings.Join(partitions, ","))
-		}
-		return text
-	case *kmsg.ConsumerGroupDescribeResponse:
-		var parts []string
-		for _, group := range response.Groups {
-			if group.ErrorCode != 0 {
-				parts = append(parts, group.Group+"="+errorName(group.ErrorCode))
-				continue
-			}
-			text := fmt.Sprintf("%s %s epoch=%d assignment-epoch=%d assignor=%s", group.Group, group.State, group.Epoch, group.AssignmentEpoch, group.AssignorName)
-			for _, member := range group.Members {
-				text += fmt.Sprintf("\n  %s epoch=%d assigned=%s target=%s", member.MemberID, member.MemberEpoch,
-					describeWireAssignment(member.Assignment), describeWireAssignment(member.TargetAssignment))
-			}
-			parts = append(parts, text)
-		}
-		return strings.Join(parts, "\n")
+	case *kmsg.ConsumerGroupHeartbeatResponse, *kmsg.ConsumerGroupDescribeResponse:
+		return describeConsumerAnswer(response)
 	case *kmsg.DeleteGroupsResponse:
 		var parts []string
 		for _, group := range response.Groups {
@@ -469,4 +441,41 @@ func (tr *trace) describeConsumerRecord(record *consumerRecord) string {
 	current, _ := decodeCurrentAssignmentValue(record.value)
 	return fmt.Sprintf("%s epoch=%d state=%s assigned=%s pending=%s", prefix, current.memberEpoch, reconcileStateName(current.state),
 		partitions(current.assigned), partitions(current.pendingRevocation))
+}
+
+// describeConsumerAnswer prints a KIP-848 answer.
+func describeConsumerAnswer(response kmsg.Response) string {
+	switch response := response.(type) {
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		if response.ErrorCode != 0 {
+			return errorName(response.ErrorCode)
+		}
+		text := fmt.Sprintf("NONE epoch=%d", response.MemberEpoch)
+		if response.Assignment != nil {
+			var partitions []string
+			for _, topic := range response.Assignment.Topics {
+				for _, partition := range topic.Partitions {
+					partitions = append(partitions, fmt.Sprintf("%s/%d", topicNameOf(topic.TopicID), partition))
+				}
+			}
+			text += fmt.Sprintf(" assigned=(%s)", strings.Join(partitions, ","))
+		}
+		return text
+	case *kmsg.ConsumerGroupDescribeResponse:
+		var parts []string
+		for _, group := range response.Groups {
+			if group.ErrorCode != 0 {
+				parts = append(parts, group.Group+"="+errorName(group.ErrorCode))
+				continue
+			}
+			text := fmt.Sprintf("%s %s epoch=%d assignment-epoch=%d assignor=%s", group.Group, group.State, group.Epoch, group.AssignmentEpoch, group.AssignorName)
+			for _, member := range group.Members {
+				text += fmt.Sprintf("\n  %s epoch=%d assigned=%s target=%s", member.MemberID, member.MemberEpoch,
+					describeWireAssignment(member.Assignment), describeWireAssignment(member.TargetAssignment))
+			}
+			parts = append(parts, text)
+		}
+		return strings.Join(parts, "\n")
+	}
+	return ""
 }
