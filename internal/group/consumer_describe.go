@@ -39,6 +39,7 @@ func (c *Coordinator) handleConsumerGroupDescribe(id RequestID, request *kmsg.Co
 			entry.MemberID, entry.InstanceID, entry.RackID = member.id, member.metadata.instanceID, member.metadata.rackID
 			entry.MemberEpoch, entry.ClientID, entry.ClientHost = member.current.MemberEpoch, member.metadata.clientID, member.metadata.clientHost
 			entry.SubscribedTopics = append([]string{}, member.metadata.subscribedTopicNames...)
+			entry.SubscribedTopicRegex = member.metadata.subscribedTopicRegex
 			entry.Assignment, entry.TargetAssignment = c.describedAssignment(group, member.current.Assigned), c.describedAssignment(group, member.target)
 			if request.Version >= 1 {
 				entry.MemberType = 1 // consumer protocol (0 is classic)
@@ -79,7 +80,7 @@ func (c *Coordinator) describeConsumerGroup(out *kmsg.DescribeGroupsResponseGrou
 		member := group.members[memberID]
 		entry := kmsg.DescribeGroupsResponseGroupMember{MemberID: member.id, InstanceID: member.metadata.instanceID,
 			ClientID: member.metadata.clientID, ClientHost: member.metadata.clientHost}
-		subscription := kmsg.ConsumerMemberMetadata{Version: 0, Topics: append([]string{}, member.metadata.subscribedTopicNames...)}
+		subscription := kmsg.ConsumerMemberMetadata{Version: 0, Topics: append([]string{}, c.memberTopics(member)...)}
 		assignment := kmsg.ConsumerMemberAssignment{Version: 0}
 		for _, name := range member.current.Assigned.Topics() {
 			assignment.Topics = append(assignment.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: name, Partitions: member.current.Assigned[name]})
@@ -185,11 +186,12 @@ func (c *Coordinator) deleteEmptyConsumerGroup(group *consumerGroup) ([]Record, 
 	return c.deleteConsumerGroup(group, true), 0
 }
 
-// subscribedTopics are the topics the group's members subscribe to.
-func (g *consumerGroup) subscribedTopics() map[string]bool {
+// consumerSubscribedTopics are the topics the group's members subscribe
+// to, by name or regular expression.
+func (c *Coordinator) consumerSubscribedTopics(g *consumerGroup) map[string]bool {
 	topics := map[string]bool{}
 	for _, member := range g.members {
-		for _, name := range member.metadata.subscribedTopicNames {
+		for _, name := range c.memberTopics(member) {
 			topics[name] = true
 		}
 	}
@@ -202,7 +204,7 @@ func (g *consumerGroup) subscribedTopics() map[string]bool {
 // to its topic (or its commit's own expire timestamp passed). An empty
 // group left without offsets is deleted with them, as Kafka deletes it.
 func (c *Coordinator) expireConsumerGroupOffsets(group *consumerGroup, durable *durableGroup) []Record {
-	subscribed := group.subscribedTopics()
+	subscribed := c.consumerSubscribedTopics(group)
 	var records []Record
 	for _, partition := range sortedPartitions(durable.offsets) {
 		offset := durable.offsets[partition]

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 
@@ -26,6 +27,9 @@ import (
 type TopicInfo struct {
 	ID         [16]byte
 	Partitions int32
+	// Internal topics (__consumer_offsets) are never matched by a
+	// subscription's regular expression, as Kafka's.
+	Internal bool
 }
 
 // SetTopics gives the coordinator the topics of the metadata image, by
@@ -89,8 +93,12 @@ type consumerGroup struct {
 type consumerMember struct {
 	id       string
 	metadata consumerMemberMetadata
-	target   assignor.Assignment
-	current  reconcile.Member
+	// regex is metadata.subscribedTopicRegex compiled to match whole
+	// topic names; nil when there is none (or, read from a record, it
+	// does not compile: it then matches nothing).
+	regex   *regexp.Regexp
+	target  assignor.Assignment
+	current reconcile.Member
 	// sessionDeadlineMs is when the member is fenced unless it heartbeats
 	// (group.consumer.session.timeout.ms).
 	sessionDeadlineMs int64
@@ -318,7 +326,7 @@ func (c *Coordinator) consumerGroupFromDurable(id string, records map[consumerKe
 	}
 	for _, key := range sortedConsumerKeys(records, recordTypeConsumerGroupMemberMetadata) {
 		metadata, _ := decodeMemberMetadataValue(records[key])
-		member := &consumerMember{id: key.member, metadata: metadata, target: assignor.Assignment{}, sessionDeadlineMs: nowMs + c.config.ConsumerSessionTimeoutMs}
+		member := &consumerMember{id: key.member, metadata: metadata, regex: compileSubscription(metadata.subscribedTopicRegex), target: assignor.Assignment{}, sessionDeadlineMs: nowMs + c.config.ConsumerSessionTimeoutMs}
 		member.current = reconcile.Member{Assigned: assignor.Assignment{}, PendingRevocation: assignor.Assignment{}}
 		if target, ok := records[consumerKey{recordType: recordTypeConsumerGroupTargetAssignmentMember, group: id, member: key.member}]; ok {
 			topics, _ := decodeTargetMemberValue(target)
@@ -416,4 +424,36 @@ func twoOwners(group *consumerGroup) string {
 		}
 	}
 	return ""
+}
+
+// compileSubscription compiles a subscription's regular expression (RE2
+// syntax, as Kafka's RE2J) to match whole topic names; nil for none.
+func compileSubscription(regex *string) *regexp.Regexp {
+	if regex == nil || *regex == "" {
+		return nil
+	}
+	compiled, err := regexp.Compile("^(?:" + *regex + ")$")
+	if err != nil {
+		return nil
+	}
+	return compiled
+}
+
+// memberTopics are the topics a member subscribes to: its topic names and
+// the topics of the metadata image its regular expression matches (never
+// an internal one), sorted.
+func (c *Coordinator) memberTopics(member *consumerMember) []string {
+	if member.regex == nil {
+		return member.metadata.subscribedTopicNames
+	}
+	topics := map[string]bool{}
+	for _, name := range member.metadata.subscribedTopicNames {
+		topics[name] = true
+	}
+	for name, topic := range c.topics {
+		if !topic.Internal && member.regex.MatchString(name) {
+			topics[name] = true
+		}
+	}
+	return sortedKeys(topics)
 }

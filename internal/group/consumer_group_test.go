@@ -365,3 +365,32 @@ func TestConsumerGroupOffsetFetchChecksTheMember(t *testing.T) {
 }
 
 func reconcileStateName(state int8) string { return reconcile.State(state).String() }
+
+// TestConsumerGroupRegexSubscription: a regular expression subscribes to
+// every topic whose whole name it matches, never an internal one, and
+// follows the topics as they come; a coordinator loading the log keeps it.
+func TestConsumerGroupRegexSubscription(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	join := consumerJoin("g", "a")
+	join.SubscribedTopicRegex = stringPointer("[a-z_]+")
+	response := h.answer(h.send(join)).(*kmsg.ConsumerGroupHeartbeatResponse)
+	if response.ErrorCode != 0 || len(response.Assignment.Topics) != 2 {
+		t.Fatalf("regex join: %+v", response)
+	}
+	topics := map[string]TopicInfo{"t": testTopics["t"], "u": testTopics["u"], "tt": {ID: [16]byte{3}, Partitions: 1},
+		"__consumer_offsets": {ID: [16]byte{4}, Partitions: 50, Internal: true}}
+	h.coordinator.SetTopics(topics)
+	h.send(consumerBeat("g", "a", 1, nil))
+	group := h.coordinator.consumerGroups["g"]
+	if got := fmt.Sprint(group.members["a"].current.Assigned); got != "map[t:[0 1 2] tt:[0] u:[0 1]]" {
+		t.Fatalf("after a new topic: %s", got)
+	}
+	checkReloads(t, h)
+	describe := h.answer(h.send(&kmsg.ConsumerGroupDescribeRequest{Groups: []string{"g"}})).(*kmsg.ConsumerGroupDescribeResponse)
+	if regex := describe.Groups[0].Members[0].SubscribedTopicRegex; regex == nil || *regex != "[a-z_]+" {
+		t.Fatalf("described regex %v", regex)
+	}
+	bad := consumerJoin("g", "b")
+	bad.SubscribedTopicRegex = stringPointer("(")
+	expectBeat(t, h, bad, kerr.InvalidRegularExpression.Message)
+}

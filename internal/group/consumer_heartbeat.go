@@ -33,7 +33,7 @@ func heartbeatError(request *kmsg.ConsumerGroupHeartbeatRequest, code int16, mes
 }
 
 func (c *Coordinator) handleConsumerGroupHeartbeat(id RequestID, client Client, request *kmsg.ConsumerGroupHeartbeatRequest) {
-	if err := consumerheartbeat.Validate(request, consumerheartbeat.Options{ServerAssignors: assignor.Names()}); err != nil {
+	if err := consumerheartbeat.Validate(request, consumerheartbeat.Options{ServerAssignors: assignor.Names(), AllowRegex: true}); err != nil {
 		var refused *consumerheartbeat.Error
 		errors.As(err, &refused)
 		c.answer(id, heartbeatError(request, refused.Code.Code, refused.Message))
@@ -238,7 +238,7 @@ func (c *Coordinator) replaceStaticConsumerMember(group *consumerGroup, old *con
 	}
 	c.touch(group, old.id)
 	c.touch(group, memberID)
-	member := &consumerMember{id: memberID, metadata: old.metadata, target: old.target, current: old.current}
+	member := &consumerMember{id: memberID, metadata: old.metadata, regex: old.regex, target: old.target, current: old.current}
 	member.current.MemberEpoch, member.current.PreviousMemberEpoch = 0, 0
 	group.owners.Remove(old.id, old.current)
 	delete(group.members, old.id)
@@ -266,14 +266,26 @@ func (c *Coordinator) updateSubscription(group *consumerGroup, member *consumerM
 	if request.ServerAssignor != nil {
 		metadata.serverAssignor = request.ServerAssignor
 	}
+	changed := false
+	if request.SubscribedTopicRegex != nil {
+		regex := *request.SubscribedTopicRegex
+		var pointer *string
+		if regex != "" {
+			pointer = &regex // an empty expression drops the member's regex
+		}
+		if stringOrEmpty(pointer) != stringOrEmpty(metadata.subscribedTopicRegex) {
+			metadata.subscribedTopicRegex, member.regex = pointer, compileSubscription(pointer)
+			changed = true
+		}
+	}
 	if request.SubscribedTopicNames == nil {
-		return false
+		return changed
 	}
 	names := slices.Clone(request.SubscribedTopicNames)
 	slices.Sort(names)
 	names = slices.Compact(names)
 	if metadata.subscribedTopicNames != nil && slices.Equal(names, metadata.subscribedTopicNames) {
-		return false
+		return changed
 	}
 	metadata.subscribedTopicNames = names
 	return true
@@ -283,12 +295,7 @@ func (c *Coordinator) updateSubscription(group *consumerGroup, member *consumerM
 // members' subscriptions and the metadata image, and reports whether it
 // changed.
 func (c *Coordinator) refreshSubscriptionMetadata(group *consumerGroup) bool {
-	subscribed := map[string]bool{}
-	for _, member := range group.members {
-		for _, name := range member.metadata.subscribedTopicNames {
-			subscribed[name] = true
-		}
-	}
+	subscribed := c.consumerSubscribedTopics(group)
 	subscription := []consumerTopicMetadata{}
 	for _, name := range sortedKeys(subscribed) {
 		if topic, ok := c.topics[name]; ok {
@@ -314,7 +321,7 @@ func (c *Coordinator) computeTarget(group *consumerGroup) error {
 	var chosen []string
 	for _, id := range group.sortedMemberIDs() {
 		member := group.members[id]
-		entry := assignor.Member{ID: id, Topics: member.metadata.subscribedTopicNames, Current: member.target}
+		entry := assignor.Member{ID: id, Topics: c.memberTopics(member), Current: member.target}
 		if member.metadata.instanceID != nil {
 			entry.InstanceID = *member.metadata.instanceID
 		}

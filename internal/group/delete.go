@@ -125,7 +125,7 @@ func (c *Coordinator) handleOffsetDelete(id RequestID, request *kmsg.OffsetDelet
 	var subscribed map[string]bool
 	all := false
 	if consumer != nil {
-		subscribed = consumer.subscribedTopics()
+		subscribed = c.consumerSubscribedTopics(consumer)
 	} else {
 		subscribed, all = group.subscribedTopics()
 	}
