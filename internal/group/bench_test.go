@@ -3,6 +3,8 @@ package group
 import (
 	"fmt"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // BenchmarkTick measures a Tick with no timer due over 1,000 Stable groups
@@ -47,5 +49,49 @@ func BenchmarkOffsetCommit(b *testing.B) {
 		if answers := coordinator.Ready().Answers; len(answers) != 1 {
 			b.Fatalf("%d answers", len(answers))
 		}
+	}
+}
+
+// BenchmarkConsumerHeartbeat measures a steady heartbeat (nothing to
+// change) of one member of a consumer group of members members, subscribed
+// to a topic of 1,000 partitions, from Handle to its answer.
+func BenchmarkConsumerHeartbeat(b *testing.B) {
+	for _, members := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("members=%d", members), func(b *testing.B) {
+			coordinator := NewCoordinator(DefaultConfig(), 0)
+			coordinator.SetTopics(map[string]TopicInfo{"t": {ID: [16]byte{1}, Partitions: 1000}})
+			coordinator.FinishLoad(0)
+			settle := func(request *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+				coordinator.Handle(0, 0, request)
+				for {
+					ready := coordinator.Ready()
+					for _, write := range ready.Appends {
+						coordinator.AppendDone(write.ID, 0)
+					}
+					if len(ready.Answers) > 0 {
+						return ready.Answers[0].Response.(*kmsg.ConsumerGroupHeartbeatResponse)
+					}
+				}
+			}
+			for i := 0; i < members; i++ {
+				settle(consumerJoin("g", fmt.Sprintf("m%d", i), "t"))
+			}
+			// Every member reconciles to the last epoch.
+			for round := 0; round < 3; round++ {
+				for i := 0; i < members; i++ {
+					member := coordinator.consumerGroups["g"].members[fmt.Sprintf("m%d", i)]
+					settle(consumerBeat("g", member.id, member.current.MemberEpoch, member.current.Assigned["t"]))
+				}
+			}
+			member := coordinator.consumerGroups["g"].members["m0"]
+			request := consumerBeat("g", member.id, member.current.MemberEpoch, member.current.Assigned["t"])
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if answer := settle(request); answer.ErrorCode != 0 {
+					b.Fatalf("error %d", answer.ErrorCode)
+				}
+			}
+		})
 	}
 }

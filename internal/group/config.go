@@ -44,6 +44,15 @@ type Config struct {
 	// OffsetFetch requests held for later; beyond it they are answered
 	// COORDINATOR_NOT_AVAILABLE.
 	MaxParkedRequests int
+	// ConsumerSessionTimeoutMs is group.consumer.session.timeout.ms: a
+	// consumer-protocol member not heard from for this long is fenced.
+	ConsumerSessionTimeoutMs int64
+	// ConsumerHeartbeatIntervalMs is group.consumer.heartbeat.interval.ms,
+	// sent in every ConsumerGroupHeartbeat answer.
+	ConsumerHeartbeatIntervalMs int32
+	// ConsumerMaxSize is group.consumer.max.size: a new member beyond it
+	// gets GROUP_MAX_SIZE_REACHED.
+	ConsumerMaxSize int32
 	// Rules is the zero value (every rule on) except in the simulator, the
 	// scenarios and tests.
 	Rules rules.Rules
@@ -62,6 +71,9 @@ func DefaultConfig() Config {
 		OffsetMetadataMaxBytes:          4096,
 		MaxPendingAppends:               10000,
 		MaxParkedRequests:               100000,
+		ConsumerSessionTimeoutMs:        45000,
+		ConsumerHeartbeatIntervalMs:     5000,
+		ConsumerMaxSize:                 1<<31 - 1,
 	}
 }
 
@@ -78,6 +90,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("group: offsets retention %d ms checked every %d ms", c.OffsetsRetentionMs, c.OffsetsRetentionCheckIntervalMs)
 	case c.OffsetMetadataMaxBytes < 0:
 		return fmt.Errorf("group: offset.metadata.max.bytes %d", c.OffsetMetadataMaxBytes)
+	case c.ConsumerSessionTimeoutMs < 1 || c.ConsumerHeartbeatIntervalMs < 1 || c.ConsumerMaxSize < 1:
+		return fmt.Errorf("group: consumer session timeout %d ms, heartbeat interval %d ms, group.consumer.max.size %d",
+			c.ConsumerSessionTimeoutMs, c.ConsumerHeartbeatIntervalMs, c.ConsumerMaxSize)
 	case c.MaxPendingAppends < 1 || c.MaxParkedRequests < 1:
 		return fmt.Errorf("group: limits of %d pending appends and %d parked requests", c.MaxPendingAppends, c.MaxParkedRequests)
 	}

@@ -76,6 +76,10 @@ type pendingAppend struct {
 	groups []string
 	// offsets are the offset keys the records set or delete, by group.
 	offsets map[string][]topicPartition
+	// consumer is set when the records include consumer group records (or
+	// tombstone a classic group a consumer group replaced): the live state
+	// already moved past them, so any failure unloads the coordinator.
+	consumer bool
 	// appliedEarly is set when rule answer-after-commit is off: the records
 	// were applied and their requests answered before the write was known
 	// to be committed.
@@ -107,6 +111,15 @@ type Coordinator struct {
 
 	durable map[string]*durableGroup
 	groups  map[string]*group
+	// consumerGroups are the KIP-848 consumer groups (consumer_group.go);
+	// a group id is in groups or here, never both.
+	consumerGroups map[string]*consumerGroup
+	// topics and topicNames are the metadata image's topics (SetTopics).
+	topics     map[string]TopicInfo
+	topicNames map[[16]byte]string
+	// consumerWaits are consumer group answers held until earlier appends
+	// of their group are reported.
+	consumerWaits []consumerWait
 
 	nextAppend AppendID
 	pending    map[AppendID]*pendingAppend
@@ -141,6 +154,9 @@ type Coordinator struct {
 type durableGroup struct {
 	metadata *groupMetadata
 	offsets  map[topicPartition]committedOffset
+	// consumer holds a KIP-848 consumer group's records, the latest value
+	// of each key.
+	consumer map[consumerKey][]byte
 }
 
 // NewCoordinator returns a coordinator for partition, loading: feed it the
@@ -151,6 +167,7 @@ func NewCoordinator(config Config, partition int32) *Coordinator {
 		panic(err)
 	}
 	return &Coordinator{config: config, partition: partition, durable: map[string]*durableGroup{}, groups: map[string]*group{},
+		consumerGroups: map[string]*consumerGroup{}, topics: map[string]TopicInfo{}, topicNames: map[[16]byte]string{},
 		pending: map[AppendID]*pendingAppend{}, pendingByGroup: map[string]int{}, reports: map[AppendID]int16{}, nextReport: 1, loadedOffset: -1}
 }
 
@@ -196,8 +213,15 @@ func (c *Coordinator) FinishLoad(nowMs int64) {
 	c.nextExpiryCheckMs = nowMs + c.config.OffsetsRetentionCheckIntervalMs
 	c.nextDeadlineMs = nowMs // the loaded members' sessions
 	for _, id := range sortedKeys(c.durable) {
+		if records := c.durable[id].consumer; len(records) > 0 {
+			group := c.consumerGroupFromDurable(id, records, nowMs)
+			c.consumerGroups[id] = group
+			c.at(group.earliestDeadlineMs())
+			continue
+		}
 		group := groupFromDurable(id, c.durable[id], c.config, nowMs)
 		c.groups[id] = group
+		c.at(group.earliestDeadlineMs()) // a stored timeout may be negative: its deadline is already past
 		if len(group.members) > int(c.config.MaxSize) || (len(group.members) > 0 && group.protocol == "") {
 			// group.max.size was lowered (members beyond it are refused
 			// as they rejoin), or the record names no protocol for its
@@ -231,6 +255,10 @@ func (c *Coordinator) Unload() {
 	}
 	c.stableWaits = nil
 	c.parked = 0
+	for _, wait := range c.consumerWaits {
+		wait.done(int16(kerr.NotCoordinator.Code))
+	}
+	c.consumerWaits = nil
 }
 
 // Ready drains what the coordinator has for the host.
@@ -269,6 +297,7 @@ func (c *Coordinator) AppendDone(id AppendID, errorCode int16) {
 		c.nextReport++
 	}
 	c.answerStableFetches()
+	c.answerConsumerWaits()
 }
 
 // completeAppend carries out one reported append, in order.
@@ -284,7 +313,10 @@ func (c *Coordinator) completeAppend(id AppendID, errorCode int16) {
 		return
 	}
 	write.done(appendErrorToResponse(errorCode))
-	if !neverWritten(errorCode) {
+	// A consumer group's live state ran ahead of the log with these
+	// records (and any appended after them): whatever the error, it can no
+	// longer be trusted, and a coordinator that loads the log takes over.
+	if !neverWritten(errorCode) || write.consumer {
 		c.Unload()
 	}
 }
@@ -329,6 +361,9 @@ func (c *Coordinator) HandleFrom(nowMs int64, id RequestID, client Client, reque
 		c.answer(id, errorResponse(request, int16(kerr.NotCoordinator.Code)))
 		return
 	}
+	if c.refuseClassicRequest(id, request) {
+		return
+	}
 	switch request := request.(type) {
 	case *kmsg.OffsetCommitRequest:
 		c.handleOffsetCommit(id, request)
@@ -350,6 +385,10 @@ func (c *Coordinator) HandleFrom(nowMs int64, id RequestID, client Client, reque
 		c.handleDeleteGroups(id, request)
 	case *kmsg.OffsetDeleteRequest:
 		c.handleOffsetDelete(id, request)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		c.handleConsumerGroupHeartbeat(id, client, request)
+	case *kmsg.ConsumerGroupDescribeRequest:
+		c.handleConsumerGroupDescribe(id, request)
 	default:
 		c.answer(id, errorResponse(request, int16(kerr.InvalidRequest.Code)))
 	}
@@ -371,6 +410,11 @@ func (c *Coordinator) Tick(nowMs int64) {
 				group.tick(c)
 				c.at(group.earliestDeadlineMs())
 			}
+		}
+		for _, id := range sortedKeys(c.consumerGroups) {
+			group := c.consumerGroups[id]
+			c.tickConsumerGroup(group)
+			c.at(group.earliestDeadlineMs())
 		}
 	}
 	if c.nowMs >= c.nextExpiryCheckMs {
@@ -412,6 +456,7 @@ func (c *Coordinator) write(records []Record, done func(errorCode int16)) {
 			pending.groups = append(pending.groups, decoded.group)
 			c.pendingByGroup[decoded.group]++
 		}
+		pending.consumer = pending.consumer || decoded.consumer != nil
 		if decoded.partition != nil {
 			pending.offsets[decoded.group] = append(pending.offsets[decoded.group], *decoded.partition)
 		}
@@ -460,6 +505,8 @@ func (c *Coordinator) apply(record decodedRecord) {
 		c.durable[record.group] = durable
 	}
 	switch {
+	case record.consumer != nil:
+		durable.applyConsumer(record.consumer)
 	case record.partition != nil && record.offset != nil:
 		durable.offsets[*record.partition] = *record.offset
 	case record.partition != nil:
@@ -467,7 +514,7 @@ func (c *Coordinator) apply(record decodedRecord) {
 	default:
 		durable.metadata = record.metadata
 	}
-	if durable.metadata == nil && len(durable.offsets) == 0 {
+	if durable.metadata == nil && len(durable.offsets) == 0 && len(durable.consumer) == 0 {
 		delete(c.durable, record.group)
 	}
 }

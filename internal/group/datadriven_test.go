@@ -27,6 +27,10 @@ import (
 //	commit group=G [member=M] [generation=N] offsets=(topic/partition=offset,...) [version=V]
 //	fetch group=G [partitions=(topic/partition,...)] [stable] [version=V]
 //	delete groups=(G,...)
+//	consumer-heartbeat group=G member=M epoch=N [topics=(T,...)] [owned=(T/P,...)|owned=none] [instance=I]
+//	                           a KIP-848 heartbeat (v1): a join with epoch=0 (topics default to t);
+//	                           owned absent is a null field; owned=none an empty list
+//	consumer-describe group=G  ConsumerGroupDescribe
 //	tick ms=MS
 //	append-done [error=CODE]   reports every append in flight
 //	failover                   a new coordinator loads the committed log
@@ -149,6 +153,10 @@ func (tr *trace) request(t *testing.T, d *datadriven.TestData, args commandArgs)
 		return request
 	case "delete":
 		return &kmsg.DeleteGroupsRequest{Version: 2, Groups: args.values["groups"]}
+	case "consumer-heartbeat":
+		return tr.consumerHeartbeat(t, group, args)
+	case "consumer-describe":
+		return &kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{group}}
 	}
 	t.Fatalf("unknown command %q", d.Cmd)
 	return nil
@@ -167,6 +175,33 @@ func (tr *trace) commit(t *testing.T, args commandArgs) *kmsg.OffsetCommitReques
 		}
 		request.Topics = append(request.Topics, kmsg.OffsetCommitRequestTopic{Topic: topic,
 			Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: partition, Offset: offset, LeaderEpoch: 1}}})
+	}
+	return request
+}
+
+func (tr *trace) consumerHeartbeat(t *testing.T, group string, args commandArgs) *kmsg.ConsumerGroupHeartbeatRequest {
+	epoch := int32(args.number("epoch", 0))
+	request := consumerBeat(group, args.one("member", ""), epoch, nil)
+	if epoch == 0 {
+		request = consumerJoin(group, args.one("member", ""), "t")
+		if topics, ok := args.values["topics"]; ok {
+			request.SubscribedTopicNames = topics
+		}
+	}
+	if instance := args.one("instance", ""); instance != "" {
+		request.InstanceID = &instance
+	}
+	owned, ok := args.values["owned"]
+	if !ok {
+		return request
+	}
+	request.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	for _, entry := range owned {
+		if entry == "none" {
+			continue
+		}
+		topic, partition := parsePartition(t, entry)
+		request.Topics = append(request.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: testTopics[topic].ID, Partitions: []int32{partition}})
 	}
 	return request
 }
@@ -225,6 +260,8 @@ func (tr *trace) describeRecords(records []Record) string {
 		switch {
 		case err != nil:
 			parts = append(parts, "bad record")
+		case decoded.consumer != nil:
+			parts = append(parts, tr.describeConsumerRecord(decoded.consumer))
 		case decoded.partition != nil && decoded.offset == nil:
 			parts = append(parts, fmt.Sprintf("offset %s %s/%d deleted", decoded.group, decoded.partition.topic, decoded.partition.partition))
 		case decoded.partition != nil:
@@ -297,6 +334,8 @@ func (tr *trace) describeAnswer(response kmsg.Response) string {
 			}
 		}
 		return strings.Join(parts, " ")
+	case *kmsg.ConsumerGroupHeartbeatResponse, *kmsg.ConsumerGroupDescribeResponse:
+		return describeConsumerAnswer(response)
 	case *kmsg.DeleteGroupsResponse:
 		var parts []string
 		for _, group := range response.Groups {
@@ -338,4 +377,105 @@ func (tr *trace) describe() string {
 		return "nothing\n"
 	}
 	return out.String()
+}
+
+// topicNameOf names a topic id of testTopics.
+func topicNameOf(id [16]byte) string {
+	for name, topic := range testTopics {
+		if topic.ID == id {
+			return name
+		}
+	}
+	return fmt.Sprintf("%x", id)
+}
+
+func describeWireAssignment(assignment kmsg.Assignment) string {
+	var partitions []string
+	for _, topic := range assignment.TopicPartitions {
+		for _, partition := range topic.Partitions {
+			partitions = append(partitions, fmt.Sprintf("%s/%d", topic.Topic, partition))
+		}
+	}
+	return "(" + strings.Join(partitions, ",") + ")"
+}
+
+// describeConsumerRecord prints a KIP-848 record: its type, member and
+// the value's meaning.
+func (tr *trace) describeConsumerRecord(record *consumerRecord) string {
+	key := record.key
+	name := map[int16]string{3: "epoch", 4: "subscription", 5: "member", 6: "assignment-epoch", 7: "target", 8: "current"}[key.recordType]
+	prefix := fmt.Sprintf("cg %s %s", key.group, name)
+	if key.member != "" {
+		prefix += " " + key.member
+	}
+	if record.value == nil {
+		return prefix + " deleted"
+	}
+	partitions := func(topics []topicIDPartitions) string {
+		var out []string
+		for _, topic := range topics {
+			for _, partition := range topic.partitions {
+				out = append(out, fmt.Sprintf("%s/%d", topicNameOf(topic.id), partition))
+			}
+		}
+		return "(" + strings.Join(out, ",") + ")"
+	}
+	switch key.recordType {
+	case recordTypeConsumerGroupMetadata, recordTypeConsumerGroupTargetAssignmentMetadata:
+		epoch, _ := decodeGroupEpochValue(record.value, "")
+		return fmt.Sprintf("%s=%d", prefix, epoch)
+	case recordTypeConsumerGroupPartitionMetadata:
+		topics, _ := decodePartitionMetadataValue(record.value)
+		var out []string
+		for _, topic := range topics {
+			out = append(out, fmt.Sprintf("%s:%d", topic.name, topic.partitions))
+		}
+		return prefix + " (" + strings.Join(out, ",") + ")"
+	case recordTypeConsumerGroupMemberMetadata:
+		member, _ := decodeMemberMetadataValue(record.value)
+		return fmt.Sprintf("%s topics=(%s)", prefix, strings.Join(member.subscribedTopicNames, ","))
+	case recordTypeConsumerGroupTargetAssignmentMember:
+		topics, _ := decodeTargetMemberValue(record.value)
+		return prefix + " " + partitions(topics)
+	}
+	current, _ := decodeCurrentAssignmentValue(record.value)
+	return fmt.Sprintf("%s epoch=%d state=%s assigned=%s pending=%s", prefix, current.memberEpoch, reconcileStateName(current.state),
+		partitions(current.assigned), partitions(current.pendingRevocation))
+}
+
+// describeConsumerAnswer prints a KIP-848 answer.
+func describeConsumerAnswer(response kmsg.Response) string {
+	switch response := response.(type) {
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		if response.ErrorCode != 0 {
+			return errorName(response.ErrorCode)
+		}
+		text := fmt.Sprintf("NONE epoch=%d", response.MemberEpoch)
+		if response.Assignment != nil {
+			var partitions []string
+			for _, topic := range response.Assignment.Topics {
+				for _, partition := range topic.Partitions {
+					partitions = append(partitions, fmt.Sprintf("%s/%d", topicNameOf(topic.TopicID), partition))
+				}
+			}
+			text += fmt.Sprintf(" assigned=(%s)", strings.Join(partitions, ","))
+		}
+		return text
+	case *kmsg.ConsumerGroupDescribeResponse:
+		var parts []string
+		for _, group := range response.Groups {
+			if group.ErrorCode != 0 {
+				parts = append(parts, group.Group+"="+errorName(group.ErrorCode))
+				continue
+			}
+			text := fmt.Sprintf("%s %s epoch=%d assignment-epoch=%d assignor=%s", group.Group, group.State, group.Epoch, group.AssignmentEpoch, group.AssignorName)
+			for _, member := range group.Members {
+				text += fmt.Sprintf("\n  %s epoch=%d assigned=%s target=%s", member.MemberID, member.MemberEpoch,
+					describeWireAssignment(member.Assignment), describeWireAssignment(member.TargetAssignment))
+			}
+			parts = append(parts, text)
+		}
+		return strings.Join(parts, "\n")
+	}
+	return ""
 }

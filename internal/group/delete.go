@@ -21,8 +21,19 @@ func (c *Coordinator) handleDeleteGroups(id RequestID, request *kmsg.DeleteGroup
 	response.Version = request.Version
 	var records []Record
 	var deleted []*group
+	var deletedConsumers []string
 	for _, groupID := range request.Groups {
 		result := kmsg.DeleteGroupsResponseGroup{Group: groupID}
+		if consumer := c.consumerGroups[groupID]; consumer != nil {
+			var tombstones []Record
+			tombstones, result.ErrorCode = c.deleteEmptyConsumerGroup(consumer)
+			records = append(records, tombstones...)
+			if tombstones != nil {
+				deletedConsumers = append(deletedConsumers, groupID)
+			}
+			response.Groups = append(response.Groups, result)
+			continue
+		}
 		group := c.groups[groupID]
 		switch {
 		case group == nil || group.state == stateDead:
@@ -43,6 +54,11 @@ func (c *Coordinator) handleDeleteGroups(id RequestID, request *kmsg.DeleteGroup
 		return
 	}
 	c.write(records, func(errorCode int16) {
+		for i := range response.Groups {
+			if errorCode != 0 && slices.Contains(deletedConsumers, response.Groups[i].Group) {
+				response.Groups[i].ErrorCode = errorCode
+			}
+		}
 		for _, group := range deleted {
 			if errorCode != 0 {
 				group.transition(stateEmpty, c.nowMs)
@@ -89,7 +105,12 @@ func (c *Coordinator) handleOffsetDelete(id RequestID, request *kmsg.OffsetDelet
 	response := request.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	response.Version = request.Version
 	group := c.groups[request.Group]
+	consumer := c.consumerGroups[request.Group]
 	switch {
+	case consumer != nil:
+		if !c.canWrite() {
+			response.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		}
 	case group == nil || group.state == stateDead:
 		response.ErrorCode = kerr.GroupIDNotFound.Code
 	case group.state != stateEmpty && group.protocolType != consumerProtocolType:
@@ -101,7 +122,13 @@ func (c *Coordinator) handleOffsetDelete(id RequestID, request *kmsg.OffsetDelet
 		c.answer(id, response)
 		return
 	}
-	subscribed, all := group.subscribedTopics()
+	var subscribed map[string]bool
+	all := false
+	if consumer != nil {
+		subscribed = c.consumerSubscribedTopics(consumer)
+	} else {
+		subscribed, all = group.subscribedTopics()
+	}
 	var records []Record
 	var offsets map[topicPartition]committedOffset
 	if durable := c.durable[request.Group]; durable != nil {
@@ -171,6 +198,10 @@ func (c *Coordinator) expireOffsets() {
 	var deletedGroups []string
 	for _, groupID := range sortedKeys(c.durable) {
 		durable := c.durable[groupID]
+		if consumer := c.consumerGroups[groupID]; consumer != nil && !c.hasPendingWritesFor(groupID) {
+			records = append(records, c.expireConsumerGroupOffsets(consumer, durable)...)
+			continue
+		}
 		group := c.groups[groupID]
 		if group == nil || group.state == stateDead || c.hasPendingWritesFor(groupID) {
 			continue

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,7 +31,9 @@ func (c *Coordinator) handleDescribeGroups(id RequestID, request *kmsg.DescribeG
 		if request.Version >= 3 && request.IncludeAuthorizedOperations {
 			out.AuthorizedOperations = authorizedGroupOperations
 		}
-		if group := c.groups[groupID]; group != nil {
+		if consumer := c.consumerGroups[groupID]; consumer != nil {
+			c.describeConsumerGroup(&out, consumer)
+		} else if group := c.groups[groupID]; group != nil {
 			out.State, out.ProtocolType = group.state.String(), group.protocolType
 			if group.state == stateStable {
 				out.Protocol = group.protocol
@@ -54,23 +57,33 @@ func (c *Coordinator) handleDescribeGroups(id RequestID, request *kmsg.DescribeG
 }
 
 // handleListGroups lists this partition's groups, filtered by state (v4+,
-// case-insensitive) and type (v5+; every group here is "classic").
+// case-insensitive) and type (v5+: "classic" or "consumer"), in group id
+// order.
 func (c *Coordinator) handleListGroups(id RequestID, request *kmsg.ListGroupsRequest) {
 	response := request.ResponseKind().(*kmsg.ListGroupsResponse)
 	response.Version = request.Version
+	var listed []kmsg.ListGroupsResponseGroup
 	for _, groupID := range sortedKeys(c.groups) {
 		group := c.groups[groupID]
 		if group.state == stateDead {
 			continue // being deleted; Kafka has already dropped it
 		}
-		if request.Version >= 4 && len(request.StatesFilter) > 0 && !containsFold(request.StatesFilter, group.state.String()) {
-			continue
-		}
-		if request.Version >= 5 && len(request.TypesFilter) > 0 && !containsFold(request.TypesFilter, "classic") {
-			continue
-		}
-		response.Groups = append(response.Groups, kmsg.ListGroupsResponseGroup{Group: groupID, ProtocolType: group.protocolType,
+		listed = append(listed, kmsg.ListGroupsResponseGroup{Group: groupID, ProtocolType: group.protocolType,
 			GroupState: group.state.String(), GroupType: "classic"})
+	}
+	for _, groupID := range sortedKeys(c.consumerGroups) {
+		listed = append(listed, kmsg.ListGroupsResponseGroup{Group: groupID, ProtocolType: consumerProtocolType,
+			GroupState: c.consumerGroups[groupID].state(), GroupType: "consumer"})
+	}
+	slices.SortFunc(listed, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
+	for _, group := range listed {
+		if request.Version >= 4 && len(request.StatesFilter) > 0 && !containsFold(request.StatesFilter, group.GroupState) {
+			continue
+		}
+		if request.Version >= 5 && len(request.TypesFilter) > 0 && !containsFold(request.TypesFilter, group.GroupType) {
+			continue
+		}
+		response.Groups = append(response.Groups, group)
 	}
 	c.answer(id, response)
 }

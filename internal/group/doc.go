@@ -1,15 +1,16 @@
-// Package group is the classic consumer group coordinator of one
-// __consumer_offsets partition: JoinGroup, SyncGroup, Heartbeat,
-// LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups,
-// DeleteGroups and OffsetDelete for the groups that hash to the partition
-// (PartitionFor), with Kafka's states, timers and error codes
+// Package group is the consumer group coordinator of one
+// __consumer_offsets partition: the classic protocol's JoinGroup,
+// SyncGroup, Heartbeat, LeaveGroup, KIP-848's ConsumerGroupHeartbeat and
+// ConsumerGroupDescribe, and OffsetCommit, OffsetFetch, DescribeGroups,
+// ListGroups, DeleteGroups and OffsetDelete for the groups that hash to the
+// partition (PartitionFor), with Kafka's states, timers and error codes
 // (reference/kafka-groups.md), and the records of __consumer_offsets in
-// Kafka's formats. Room is left beside it for KIP-848's consumer groups and
-// TxnOffsetCommit.
+// Kafka's formats. Room is left beside it for TxnOffsetCommit.
 //
 // What it decides: every answer to those requests, every record written to
-// the partition, and when: an OffsetCommit, and a SyncGroup's assignment,
-// are answered only once the host reports their records committed (rule
+// the partition, and when: an OffsetCommit, a SyncGroup's assignment and
+// every ConsumerGroupHeartbeat are answered only once the host reports
+// their records committed (rule
 // answer-after-commit), so an answered commit survives any coordinator
 // change; and what a new coordinator rebuilds from the committed records.
 //
@@ -21,7 +22,8 @@
 // Who drives it: the front end's coordinator host, one Coordinator per
 // offsets partition this broker leads, in both runtimes: Load the
 // committed records (only those below the high watermark, rule
-// load-committed-only), SetLeadership (the leader epoch), FinishLoad, then
+// load-committed-only), SetLeadership (the leader epoch), SetTopics (the
+// metadata image's topics, again on every change), FinishLoad, then
 // Handle/HandleFrom requests and Tick; after each call drain Ready, write
 // each Append as one acks=all batch, and report it with AppendDone. Unload
 // when the leadership goes. When Unloaded reports true after an

@@ -40,6 +40,15 @@ func errorResponse(request kmsg.Request, errorCode int16) kmsg.Response {
 		response.(*kmsg.LeaveGroupResponse).ErrorCode = errorCode
 	case *kmsg.OffsetDeleteRequest:
 		response.(*kmsg.OffsetDeleteResponse).ErrorCode = errorCode
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		response.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode = errorCode
+	case *kmsg.ConsumerGroupDescribeRequest:
+		out := response.(*kmsg.ConsumerGroupDescribeResponse)
+		for _, id := range request.Groups {
+			group := kmsg.NewConsumerGroupDescribeResponseGroup()
+			group.Group, group.ErrorCode = id, errorCode
+			out.Groups = append(out.Groups, group)
+		}
 	}
 	return response
 }

@@ -22,6 +22,17 @@ func FuzzLoad(f *testing.F) {
 		f.Add(record.Key, record.Value, record.Value == nil, metadata.Key, metadata.Value)
 	}
 	f.Add([]byte{0, 9, 1}, []byte{0, 4, 0}, false, []byte{0, 2}, []byte{})
+	// A classic member whose stored session timeout is negative: its
+	// deadline is past when loading ends (found by this target).
+	f.Add([]byte("\x00\x02\x00\x0200"), []byte("\x00\x03\x00\b000000000000\x00\x0500000\x00\x01000000000\x00\x00\x00\x01\x00\x010\x00\x010\x00\x00\x00\x000000\xb5000\x00\x00\x00\x00\x00\x00\x00\x00"),
+		false, []byte("0"), []byte("0"))
+	current := consumerKey{recordType: recordTypeConsumerGroupCurrentMemberAssignment, group: "c", member: "m"}
+	memberKey := consumerKey{recordType: recordTypeConsumerGroupMemberMetadata, group: "c", member: "m"}
+	f.Add(current.encode(), encodeCurrentAssignmentValue(currentAssignmentValue{memberEpoch: 2, state: 1,
+		assigned: []topicIDPartitions{{id: testTopics["t"].ID, partitions: []int32{0, 1}}}}), false,
+		memberKey.encode(), encodeMemberMetadataValue(consumerMemberMetadata{subscribedTopicNames: []string{"t"}, rebalanceTimeoutMs: 1000}))
+	f.Add(consumerKey{recordType: recordTypeConsumerGroupMetadata, group: "c"}.encode(), encodeGroupEpochValue(4), false,
+		consumerKey{recordType: recordTypeConsumerGroupTargetAssignmentMetadata, group: "c"}.encode(), encodeGroupEpochValue(9))
 	f.Fuzz(func(t *testing.T, key, value []byte, tombstone bool, secondKey, secondValue []byte) {
 		if tombstone {
 			value = nil
@@ -30,6 +41,7 @@ func FuzzLoad(f *testing.F) {
 		}
 		h := &harness{t: t, config: DefaultConfig(), nowMs: 1000, answers: map[RequestID]kmsg.Response{}, autoCommit: true}
 		h.coordinator = NewCoordinator(h.config, 0)
+		h.coordinator.SetTopics(testTopics)
 		_ = h.coordinator.Load(0, Record{Key: key, Value: value})
 		_ = h.coordinator.Load(1, Record{Key: secondKey, Value: secondValue})
 		h.coordinator.FinishLoad(h.nowMs)
@@ -46,6 +58,16 @@ func FuzzLoad(f *testing.F) {
 				h.send(joinRequestFor(9, id, memberID))
 			}
 			h.send(joinRequestFor(9, id, ""))
+		}
+		consumerGroups := sortedKeys(h.coordinator.consumerGroups)
+		h.send(&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: consumerGroups})
+		for _, id := range consumerGroups {
+			group := h.coordinator.consumerGroups[id]
+			for _, memberID := range group.sortedMemberIDs() {
+				h.send(consumerBeat(id, memberID, group.members[memberID].current.MemberEpoch, []int32{}))
+				h.send(consumerBeat(id, memberID, group.members[memberID].current.MemberEpoch, nil))
+			}
+			h.send(consumerJoin(id, "new", "t", "u"))
 		}
 		h.advance(700000)
 		for id := RequestID(1); id <= h.nextRequest; id++ {
@@ -67,10 +89,13 @@ func FuzzHandle(f *testing.F) {
 		Topics: []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Offset: 1}}}}}).AppendTo(nil))
 	f.Add(int16(14), int16(5), (&kmsg.SyncGroupRequest{Version: 5, Group: "g", Generation: 1}).AppendTo(nil))
 	f.Add(int16(13), int16(3), (&kmsg.LeaveGroupRequest{Version: 3, Group: "g", Members: []kmsg.LeaveGroupRequestMember{{}}}).AppendTo(nil))
+	f.Add(int16(68), int16(1), consumerJoin("c", "m", "t").AppendTo(nil))
+	f.Add(int16(68), int16(0), consumerBeat("c", "a", 1, []int32{0, 1, 2}).AppendTo(nil))
+	f.Add(int16(69), int16(1), (&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{"c", "g"}}).AppendTo(nil))
 	f.Fuzz(func(t *testing.T, key, version int16, body []byte) {
 		request := kmsg.RequestForKey(key)
 		switch request.(type) {
-		case *kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest, *kmsg.HeartbeatRequest, *kmsg.LeaveGroupRequest, *kmsg.OffsetCommitRequest,
+		case *kmsg.ConsumerGroupHeartbeatRequest, *kmsg.ConsumerGroupDescribeRequest, *kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest, *kmsg.HeartbeatRequest, *kmsg.LeaveGroupRequest, *kmsg.OffsetCommitRequest,
 			*kmsg.OffsetFetchRequest, *kmsg.DescribeGroupsRequest, *kmsg.ListGroupsRequest, *kmsg.DeleteGroupsRequest, *kmsg.OffsetDeleteRequest:
 		default:
 			return
@@ -84,6 +109,7 @@ func FuzzHandle(f *testing.F) {
 		}
 		h := newHarness(t, DefaultConfig())
 		stableGroup(t, h, "g")
+		h.send(consumerJoin("c", "a", "t"))
 		id := h.send(request)
 		h.advance(700000)
 		if !h.answered(id) {

@@ -45,6 +45,7 @@ type harness struct {
 func newHarness(t testing.TB, config Config) *harness {
 	h := &harness{t: t, config: config, nowMs: 1_000_000, answers: map[RequestID]kmsg.Response{}, autoCommit: true}
 	h.coordinator = NewCoordinator(config, 0)
+	h.coordinator.SetTopics(testTopics)
 	h.coordinator.FinishLoad(h.nowMs)
 	return h
 }
@@ -187,6 +188,7 @@ func (h *harness) replayFor(uncommitted bool, leadership uint64) *Coordinator {
 	h.t.Helper()
 	replayed := NewCoordinator(h.config, 0)
 	replayed.SetLeadership(leadership)
+	replayed.SetTopics(testTopics)
 	for offset, entry := range h.log {
 		if !entry.committed && !uncommitted {
 			continue
@@ -217,6 +219,11 @@ func describeDurable(c *Coordinator) string {
 			value := durable.offsets[partition]
 			fmt.Fprintf(&out, "  offset %s/%d=%d epoch=%d metadata=%q\n", partition.topic, partition.partition, value.offset, value.leaderEpoch, value.metadata)
 		}
+		for _, recordType := range []int16{3, 4, 5, 6, 7, 8} {
+			for _, key := range sortedConsumerKeys(durable.consumer, recordType) {
+				fmt.Fprintf(&out, "  consumer record %d %q=%x\n", key.recordType, key.member, durable.consumer[key])
+			}
+		}
 	}
 	return out.String()
 }
@@ -238,3 +245,7 @@ func describeLive(c *Coordinator) string {
 }
 
 func stringPointer(value string) *string { return &value }
+
+// testTopics are the metadata image of the tests' coordinators: topics t
+// (3 partitions) and u (2).
+var testTopics = map[string]TopicInfo{"t": {ID: [16]byte{1}, Partitions: 3}, "u": {ID: [16]byte{2}, Partitions: 2}}

@@ -39,7 +39,7 @@ func (c *Coordinator) CheckInvariants() error {
 	if len(byGroup) != len(c.pendingByGroup) {
 		return fmt.Errorf("appends in flight for %d groups, counted for %d", len(byGroup), len(c.pendingByGroup))
 	}
-	return nil
+	return c.checkConsumerGroups()
 }
 
 // checkInvariants checks one group and counts its parked requests.

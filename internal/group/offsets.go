@@ -52,11 +52,13 @@ func (c *Coordinator) handleOffsetCommit(id RequestID, request *kmsg.OffsetCommi
 		}
 		response.Topics = append(response.Topics, out)
 	}
-	if group == nil {
+	if group == nil && c.consumerGroups[request.Group] == nil {
 		group = newGroup(request.Group, c.nowMs)
 		c.groups[request.Group] = group
 	}
-	if member, ok := group.members[request.MemberID]; ok && (group.state == stateStable || group.state == statePreparingRebalance) {
+	if group == nil {
+		// A consumer group: its members' sessions run on heartbeats alone.
+	} else if member, ok := group.members[request.MemberID]; ok && (group.state == stateStable || group.state == statePreparingRebalance) {
 		member.heartbeatDeadlineMs = c.at(c.nowMs + int64(member.sessionTimeoutMs))
 	}
 	if len(records) == 0 {
@@ -84,6 +86,9 @@ func (c *Coordinator) validateOffsetCommit(request *kmsg.OffsetCommitRequest) (*
 	}
 	if request.InstanceID != nil {
 		instanceID = *request.InstanceID
+	}
+	if consumer := c.consumerGroups[request.Group]; consumer != nil {
+		return nil, c.validateConsumerOffsetCommit(consumer, request)
 	}
 	group := c.groups[request.Group]
 	if group == nil {
@@ -186,6 +191,12 @@ func (c *Coordinator) offsetFetchResponse(request *kmsg.OffsetFetchRequest) *kms
 	if request.Version >= 8 {
 		for _, group := range request.Groups {
 			out := kmsg.OffsetFetchResponseGroup{Group: group.Group}
+			if request.Version >= 9 {
+				if out.ErrorCode = c.validateConsumerOffsetFetch(group); out.ErrorCode != 0 {
+					response.Groups = append(response.Groups, out)
+					continue
+				}
+			}
 			var requested []requestedTopic
 			if group.Topics != nil {
 				requested = make([]requestedTopic, 0, len(group.Topics))

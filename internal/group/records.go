@@ -8,9 +8,9 @@ import (
 
 // The record types of __consumer_offsets keys (the key's leading int16):
 // 0 and 1 are an offset commit (0 from the ZooKeeper era, same schema), 2
-// is a classic group's metadata, 3 and up belong to KIP-848 and share
-// groups, which this coordinator skips on load as Kafka skips types it
-// does not know.
+// is a classic group's metadata, 3 to 8 are KIP-848 consumer groups'
+// (consumer_records.go), 9 and up share groups', which this coordinator
+// skips on load as Kafka skips types it does not know.
 const (
 	recordTypeOffsetCommitLegacy int16 = 0
 	recordTypeOffsetCommit       int16 = 1
@@ -125,11 +125,14 @@ type decodedRecord struct {
 	group     string
 	partition *topicPartition // an offset commit's key; nil for group metadata
 	offset    *committedOffset
-	metadata  *groupMetadata // nil with partition nil: a group tombstone
+	metadata  *groupMetadata // nil with partition nil and consumer nil: a group tombstone
+	// consumer is a KIP-848 consumer group record (key types 3-8).
+	consumer *consumerRecord
 }
 
 // decodeRecord parses a record of any version Kafka has written: key types
-// 0-2 are decoded, the rest skipped; values of versions 0-4 are read. Bad
+// 0-2 and the consumer group types 3-8 are decoded, the rest (share
+// groups) skipped; values of versions 0-4 are read. Bad
 // bytes are an error, never a panic.
 func decodeRecord(record Record) (decodedRecord, error) {
 	if len(record.Key) < 2 {
@@ -141,6 +144,10 @@ func decodeRecord(record Record) (decodedRecord, error) {
 		return decodeOffsetCommit(record)
 	case recordTypeGroupMetadata:
 		return decodeGroupMetadata(record)
+	case recordTypeConsumerGroupMetadata, recordTypeConsumerGroupPartitionMetadata, recordTypeConsumerGroupMemberMetadata,
+		recordTypeConsumerGroupTargetAssignmentMetadata, recordTypeConsumerGroupTargetAssignmentMember,
+		recordTypeConsumerGroupCurrentMemberAssignment:
+		return decodeConsumerRecord(record)
 	}
 	if recordType < 0 {
 		return decodedRecord{}, fmt.Errorf("group: record type %d", recordType)

@@ -38,6 +38,9 @@ type pendingCommit struct {
 	group   string
 	offsets map[topicPartition]int64
 	seq     int
+	// stale is set for a commit at an epoch behind the member's: it must
+	// be refused.
+	stale bool
 }
 
 // pendingSync is a SyncGroup in flight.
@@ -57,9 +60,14 @@ type replayRun struct {
 	random  *rand.Rand
 	h       *harness
 	clients []*replayClient
-	joins   map[RequestID]*replayClient
-	commits map[RequestID]pendingCommit
-	syncs   map[RequestID]pendingSync
+	// consumers are the KIP-848 clients of group "cg"
+	// (replay_consumer_test.go).
+	consumers []*consumerClient
+	// consumerShare is the percentage of steps taken by consumers.
+	consumerShare int
+	joins         map[RequestID]*replayClient
+	commits       map[RequestID]pendingCommit
+	syncs         map[RequestID]pendingSync
 	// owners maps each assignment handed out, by group and generation,
 	// to the client that got it: no partition may have two owners in a
 	// generation.
@@ -91,11 +99,17 @@ func newReplayRun(t testing.TB, seed int64, config Config) *replayRun {
 		}
 		run.clients = append(run.clients, client)
 	}
+	run.consumers, run.consumerShare = newConsumerClients(3), 30
 	return run
 }
 
 // step takes one random action.
 func (r *replayRun) step() {
+	if r.random.Intn(100) < r.consumerShare {
+		r.consumerStep()
+		r.collectAnswers()
+		return
+	}
 	client := r.clients[r.random.Intn(len(r.clients))]
 	switch action := r.random.Intn(100); {
 	case action < 15:
@@ -301,6 +315,8 @@ func (r *replayRun) leadershipChange() {
 // commits answered OK and checks the assignments handed out.
 func (r *replayRun) collectAnswers() {
 	r.collectSyncs()
+	r.collectConsumerAnswers()
+	r.checkConsumerGroups("after a step")
 	for id, client := range r.joins {
 		response, ok := r.h.answers[id]
 		if !ok {
@@ -332,6 +348,9 @@ func (r *replayRun) collectAnswers() {
 				key := topicPartition{topic.Topic, partition.Partition}
 				if partition.ErrorCode != 0 {
 					continue
+				}
+				if commit.stale && r.failure == "" {
+					r.failure = fmt.Sprintf("a commit of %s at a stale member epoch was accepted", commit.group)
 				}
 				if r.acked[commit.group] == nil {
 					r.acked[commit.group] = map[topicPartition]ackedOffset{}
@@ -390,6 +409,9 @@ func (run *replayRun) run(steps int) string {
 	run.h.commitAll()
 	run.collectAnswers()
 	run.checkReplay("at the end")
+	if !run.ackedOnly && !run.ownersOnly {
+		run.settleConsumers()
+	}
 	// Once the clients fall silent, every session and phase times out:
 	// no request may be left without an answer.
 	for i := 0; i < 4; i++ {

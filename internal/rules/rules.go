@@ -72,8 +72,11 @@ const (
 	//
 	// It is not in All() yet: the simulator runs no KIP-848 group consumers
 	// so far, and TestEachLegacyRuleIsFound requires it to find every rule
-	// in All(). Its check is internal/group/reconcile's heartbeat
-	// simulation; it joins All() when the simulator's workload has groups.
+	// in All(). Its checks are internal/group/reconcile's heartbeat
+	// simulation and internal/group's replay property, whose KIP-848
+	// members find two owners of a partition with the rule off
+	// (TestReplayPropertyCatchesTwoOwnersWithoutRevokeBeforeAssign); it
+	// joins All() when the simulator's workload has KIP-848 groups.
 	RevokeBeforeAssign Rule = "revoke-before-assign"
 	// AnswerAfterCommit is the lost offset commit: a group coordinator
 	// that answers an OffsetCommit (or hands out a SyncGroup's assignment)
