@@ -111,12 +111,7 @@ a consumer can reach) and the lag between them, with the member that owns it.
 A partition without a committed offset shows "-". The numbers come from
 several requests, taken at slightly different times, as kafka-consumer-groups.sh
 --describe takes them.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usageError{fmt.Errorf("%s takes one or more group names (see '%s --help')", cmd.CommandPath(), cmd.CommandPath())}
-			}
-			return nil
-		},
+		Args: minimumArgs(1, "one or more group names"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			admin, closeClient, err := options.adminClient(cmd)
 			if err != nil {
@@ -214,12 +209,7 @@ func newGroupDeleteCommand(options *clientOptions) *cobra.Command {
 		Long: `Deletes each group with DeleteGroups: its committed offsets and metadata go.
 A group with members is refused (NON_EMPTY_GROUP), as Kafka refuses it: stop
 its consumers first. An unknown group is GROUP_ID_NOT_FOUND.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usageError{fmt.Errorf("%s takes one or more group names (see '%s --help')", cmd.CommandPath(), cmd.CommandPath())}
-			}
-			return nil
-		},
+		Args: minimumArgs(1, "one or more group names"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			admin, closeClient, err := options.adminClient(cmd)
 			if err != nil {

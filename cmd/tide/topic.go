@@ -52,6 +52,16 @@ func exactArgs(count int, what string) cobra.PositionalArgs {
 	}
 }
 
+// minimumArgs is cobra.MinimumNArgs as a usage error (exit 2).
+func minimumArgs(count int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < count {
+			return usageError{fmt.Errorf("%s takes %s (see '%s --help')", cmd.CommandPath(), what, cmd.CommandPath())}
+		}
+		return nil
+	}
+}
+
 func newTopicCreateCommand(options *clientOptions) *cobra.Command {
 	var partitions, replicationFactor, minInsync int32
 	var configs []string
