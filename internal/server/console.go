@@ -7,10 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tidelog/tide/internal/commitlog"
 	"github.com/tidelog/tide/internal/console"
+	"github.com/tidelog/tide/internal/frontend"
 	"github.com/tidelog/tide/internal/metadata"
-	"github.com/tidelog/tide/internal/replica"
 )
 
 // consoleRateSamples is how many seconds of rates the console keeps.
@@ -81,61 +80,46 @@ func (c *consoleSource) sample(ctx context.Context) {
 	}
 }
 
-// consoleSnapshot reads the node for the console; it runs on the node loop.
+// consoleSnapshot is the front end's View as the console draws it, with
+// this node's place in the metadata quorum; it runs on the node loop.
 func (s *Server) consoleSnapshot() console.Snapshot {
-	snapshot := console.Snapshot{NodeID: int32(s.config.ID), Voter: s.quorum != nil, Leader: -1, MetadataOffset: -1}
+	view := s.frontend.View()
+	snapshot := console.Snapshot{NodeID: int32(s.config.ID), Voter: s.quorum != nil, Leader: -1, MetadataOffset: view.MetadataOffset}
 	if s.quorum != nil {
 		snapshot.Active, snapshot.Term, snapshot.Leader = s.quorum.Active(), s.quorum.Term(), int32(s.quorum.Leader())
 	}
-	node := s.lifecycle.Node()
-	if node == nil {
-		return snapshot
-	}
-	img := node.Image()
-	snapshot.MetadataOffset = img.Offset()
-	for _, b := range img.Brokers() {
-		snapshot.Brokers = append(snapshot.Brokers, console.Broker{ID: int32(b.ID), Epoch: int64(b.Epoch), Endpoint: img.Endpoint(b.ID),
+	for _, b := range view.Brokers {
+		snapshot.Brokers = append(snapshot.Brokers, console.Broker{ID: int32(b.ID), Epoch: int64(b.Epoch), Endpoint: b.Endpoint,
 			Fenced: b.Fenced, ShuttingDown: b.ShuttingDown})
 	}
-	partitions := map[string][]metadata.PartitionState{}
-	for _, p := range img.Partitions() {
-		partitions[p.Topic] = append(partitions[p.Topic], p)
-	}
-	for _, name := range img.Topics() {
-		topic := console.Topic{Name: name}
-		if id, ok := img.TopicID(name); ok {
-			topic.ID = id.String()
+	for _, topic := range view.Topics {
+		shown := console.Topic{Name: topic.Name}
+		if topic.ID != metadata.NoTopicID {
+			shown.ID = topic.ID.String()
 		}
-		states := partitions[name]
-		slices.SortFunc(states, func(a, b metadata.PartitionState) int { return int(a.Partition - b.Partition) })
-		for _, state := range states {
-			topic.Partitions = append(topic.Partitions, consolePartition(node.Replica, state))
+		for _, partition := range topic.Partitions {
+			shown.Partitions = append(shown.Partitions, consolePartition(partition))
 		}
-		snapshot.Topics = append(snapshot.Topics, topic)
+		snapshot.Topics = append(snapshot.Topics, shown)
 	}
 	return snapshot
 }
 
-// consolePartition is one partition as the metadata has it, with this
-// node's replica's offsets and, on the leader, its followers'.
-func consolePartition(lookup func(metadata.TopicPartition) (*replica.Replica, *commitlog.Log, bool), state metadata.PartitionState) console.Partition {
-	partition := console.Partition{Number: state.Partition, Leader: int32(state.Leader), LeaderEpoch: int32(state.LeaderEpoch),
+// consolePartition is one partition of the View as the console draws it.
+func consolePartition(partition frontend.ViewPartition) console.Partition {
+	state := partition.State
+	shown := console.Partition{Number: state.Partition, Leader: int32(state.Leader), LeaderEpoch: int32(state.LeaderEpoch),
 		PartitionEpoch: int32(state.PartitionEpoch), Replicas: brokerIDs(state.Replicas), ISR: brokerIDs(state.ISR), ELR: brokerIDs(state.ELR)}
-	r, _, ok := lookup(state.TopicPartition)
-	if !ok {
-		return partition
-	}
-	partition.Local = &console.ReplicaOffsets{Role: r.Role().String(), LogStart: int64(r.LogStartOffset()),
-		HighWatermark: int64(r.HighWatermark()), LogEnd: int64(r.LogEndOffset())}
-	if r.Role() == replica.Leader {
-		partition.Followers = map[int32]int64{}
-		for _, id := range state.Replicas {
-			if end, known := r.FollowerLogEndOffset(id); known {
-				partition.Followers[int32(id)] = int64(end)
+	if local := partition.Local; local != nil {
+		shown.Local = &console.ReplicaOffsets{Role: local.Role.String(), LogStart: local.LogStart, HighWatermark: local.HighWatermark, LogEnd: local.LogEnd}
+		if local.Followers != nil {
+			shown.Followers = map[int32]int64{}
+			for id, end := range local.Followers {
+				shown.Followers[int32(id)] = end
 			}
 		}
 	}
-	return partition
+	return shown
 }
 
 func brokerIDs(ids []metadata.BrokerID) []int32 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tidelog/tide/internal/frontend"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/replica"
 )
@@ -50,21 +51,16 @@ type controllerSample struct {
 	underMinIsrInImage int
 }
 
-// metricsSnapshot reads the cores; it runs on the node loop.
+// metricsSnapshot reads the cores through the front end's View; it runs
+// on the node loop.
 func (s *Server) metricsSnapshot() metricsSnapshot {
-	snapshot := metricsSnapshot{brokerMetadataOffset: -1, fetchErrors: s.frontend.FetchErrors()}
-	if node := s.lifecycle.Node(); node != nil {
-		img := node.Image()
-		snapshot.brokerMetadataOffset = img.Offset()
-		if state, ok := img.Broker(s.config.ID); ok {
-			snapshot.brokerFenced = state.Fenced || state.Epoch != s.lifecycle.Epoch()
-		}
-		for _, tp := range node.Partitions() {
-			r, _, ok := node.Replica(tp)
-			if !ok {
-				continue
+	view := s.frontend.View()
+	snapshot := metricsSnapshot{brokerMetadataOffset: view.MetadataOffset, brokerFenced: view.Fenced, fetchErrors: view.FetchErrors}
+	for _, topic := range view.Topics {
+		for _, partition := range topic.Partitions {
+			if partition.Local != nil {
+				snapshot.partitions = append(snapshot.partitions, samplePartition(partition))
 			}
-			snapshot.partitions = append(snapshot.partitions, samplePartition(tp, r, img))
 		}
 	}
 	if s.quorum != nil {
@@ -73,14 +69,11 @@ func (s *Server) metricsSnapshot() metricsSnapshot {
 	return snapshot
 }
 
-func samplePartition(tp metadata.TopicPartition, r *replica.Replica, img *metadata.Image) partitionSample {
-	state := r.State()
-	sample := partitionSample{topic: tp.Topic, partition: tp.Partition, leader: r.Role() == replica.Leader,
-		leaderEpoch: int32(state.LeaderEpoch), logStart: int64(r.LogStartOffset()), highWatermark: int64(r.HighWatermark()),
-		logEnd: int64(r.LogEndOffset()), replicas: len(state.Replicas), inSync: len(state.ISR), minInsync: 1}
-	if config, ok := img.TopicConfig(tp.Topic); ok {
-		sample.minInsync = config.MinInsyncReplicas
-	}
+func samplePartition(partition frontend.ViewPartition) partitionSample {
+	state, local := partition.State, partition.Local
+	sample := partitionSample{topic: state.Topic, partition: state.Partition, leader: local.Role == replica.Leader,
+		leaderEpoch: local.LeaderEpoch, logStart: local.LogStart, highWatermark: local.HighWatermark,
+		logEnd: local.LogEnd, replicas: len(state.Replicas), inSync: len(state.ISR), minInsync: partition.MinInsync}
 	// Kafka counts a partition under-replicated on its leader only, so
 	// that the cluster's sum counts each partition once.
 	sample.underReplicate = sample.leader && sample.inSync < sample.replicas
