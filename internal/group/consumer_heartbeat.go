@@ -217,8 +217,11 @@ func (c *Coordinator) consumerMemberFor(group *consumerGroup, client Client, req
 			memberID = c.newMemberID("")[1:] // v0: the coordinator names the member, a bare UUID as Kafka
 		}
 		c.touch(group, memberID)
+		// Its session starts now, so a join that fails past this point
+		// (no target can be computed) leaves a member that expires.
 		member = &consumerMember{id: memberID, target: assignor.Assignment{}, metadata: consumerMemberMetadata{rebalanceTimeoutMs: -1},
-			current: reconcile.Member{Assigned: assignor.Assignment{}, PendingRevocation: assignor.Assignment{}}}
+			current:           reconcile.Member{Assigned: assignor.Assignment{}, PendingRevocation: assignor.Assignment{}},
+			sessionDeadlineMs: c.at(c.nowMs + c.config.ConsumerSessionTimeoutMs)}
 		group.members[memberID] = member
 		return member, 0
 	}
@@ -238,7 +241,8 @@ func (c *Coordinator) replaceStaticConsumerMember(group *consumerGroup, old *con
 	}
 	c.touch(group, old.id)
 	c.touch(group, memberID)
-	member := &consumerMember{id: memberID, metadata: old.metadata, regex: old.regex, target: old.target, current: old.current}
+	member := &consumerMember{id: memberID, metadata: old.metadata, regex: old.regex, target: old.target, current: old.current,
+		sessionDeadlineMs: c.at(c.nowMs + c.config.ConsumerSessionTimeoutMs)}
 	member.current.MemberEpoch, member.current.PreviousMemberEpoch = 0, 0
 	group.owners.Remove(old.id, old.current)
 	delete(group.members, old.id)

@@ -26,6 +26,10 @@ func FuzzLoad(f *testing.F) {
 	// deadline is past when loading ends (found by this target).
 	f.Add([]byte("\x00\x02\x00\x0200"), []byte("\x00\x03\x00\b000000000000\x00\x0500000\x00\x01000000000\x00\x00\x00\x01\x00\x010\x00\x010\x00\x00\x00\x000000\xb5000\x00\x00\x00\x00\x00\x00\x00\x00"),
 		false, []byte("0"), []byte("0"))
+	// A loaded consumer member whose subscription no target can be
+	// computed for: a member joining beside it must still get a session
+	// deadline (found by this target).
+	f.Add([]byte("0"), []byte("0"), false, []byte("\x00\x05\x00\x010\x00\x00"), []byte("\x00\x00\x00\x00\x01\x01\x02\x020\x000000\x00\x00"))
 	current := consumerKey{recordType: recordTypeConsumerGroupCurrentMemberAssignment, group: "c", member: "m"}
 	memberKey := consumerKey{recordType: recordTypeConsumerGroupMemberMetadata, group: "c", member: "m"}
 	f.Add(current.encode(), encodeCurrentAssignmentValue(currentAssignmentValue{memberEpoch: 2, state: 1,
