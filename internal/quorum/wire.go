@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -430,5 +431,10 @@ func decodeCreateTopic(d *codec.Decoder, withConfigs bool) *controller.CreateTop
 		return r
 	}
 	r.Configs = decodeConfigs(d)
+	if len(r.Configs) == 0 && d.Err() == nil {
+		// The encoder writes kindCreateTopic for a topic without configs:
+		// an empty section is bytes no controller sent.
+		d.Fail(errors.New("a create-topic-with-configs names no config"))
+	}
 	return r
 }
