@@ -22,14 +22,16 @@ import (
 )
 
 type serveOptions struct {
-	config          string
-	id              int
-	controllers     string
-	listen          string
-	kafkaListen     string
-	kafkaListeners  string
-	metricsListen   string
-	httpListen      string
+	config         string
+	id             int
+	controllers    string
+	listen         string
+	kafkaListen    string
+	kafkaListeners string
+	metricsListen  string
+	httpListen     string
+	// groupLagMax is MetricsGroupPartitionsMax.
+	groupLagMax     int
 	dataDir         string
 	sessionTimeout  time.Duration
 	brokerHeartbeat time.Duration
@@ -119,6 +121,8 @@ Followers replicate from their leaders over the Kafka protocol
 	flags.StringVar(&options.kafkaListeners, "kafka-listeners", "", "every broker's Kafka address as clients reach it, id@host:port,... (default: just this node's)")
 	flags.StringVar(&options.metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://host:port/metrics (default: none; docs/operations.md lists them)")
 	flags.StringVar(&options.httpListen, "http-listen", "", "serve the web console at http://host:port/ (default: none)")
+	flags.IntVar(&options.groupLagMax, "metrics-group-partitions-max", server.DefaultMetricsGroupPartitionsMax,
+		"at most this many consumer group partitions in the metrics' group lag and the console's groups page; the rest are counted as omitted")
 	flags.StringVar(&options.dataDir, "data-dir", "", "where the metadata and partition logs live (log.dirs)")
 	flags.DurationVar(&options.sessionTimeout, "session-timeout", 9*time.Second, "a broker silent for longer is fenced (broker.session.timeout.ms)")
 	flags.DurationVar(&options.brokerHeartbeat, "heartbeat-interval", 500*time.Millisecond, "how often a broker heartbeats (broker.heartbeat.interval.ms)")
@@ -189,7 +193,8 @@ func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
 	}
 	config := server.Config{ID: metadata.BrokerID(o.id), Controllers: controllers, Listen: o.listen, DataDir: o.dataDir,
 		KafkaListen: o.kafkaListen, KafkaListeners: kafkaListeners, MetricsListen: o.metricsListen, HTTPListen: o.httpListen,
-		SessionTimeout: o.sessionTimeout, BrokerHeartbeat: o.brokerHeartbeat, ElectionTimeout: o.electionTimeout,
+		MetricsGroupPartitionsMax: o.groupLagMax,
+		SessionTimeout:            o.sessionTimeout, BrokerHeartbeat: o.brokerHeartbeat, ElectionTimeout: o.electionTimeout,
 		DefaultPartitions: o.defaultPartitions, DefaultReplicationFactor: o.defaultReplicationFactor, Logger: logger,
 		DisableAutoCreateTopics: !o.autoCreateTopics,
 		CopyFetches:             !o.sendfile}
@@ -213,7 +218,8 @@ var propertyFlags = map[string]string{
 	// Kafka's listeners name both the client and the controller listeners;
 	// tide keeps the Kafka listener apart under its own keys for now.
 	"tide.kafka.listen": "kafka-listen", "tide.kafka.listeners": "kafka-listeners", "tide.metrics.listen": "metrics-listen", "tide.http.listen": "http-listen",
-	"num.partitions": "num-partitions", "auto.create.topics.enable": "auto-create-topics", "default.replication.factor": "default-replication-factor",
+	"tide.metrics.group.partitions.max": "metrics-group-partitions-max",
+	"num.partitions":                    "num-partitions", "auto.create.topics.enable": "auto-create-topics", "default.replication.factor": "default-replication-factor",
 	"auto.leader.rebalance.enable":            "auto-leader-rebalance",
 	"leader.imbalance.check.interval.seconds": "leader-imbalance-check-interval",
 	"leader.imbalance.per.broker.percentage":  "leader-imbalance-percentage",
@@ -282,6 +288,7 @@ func reread(flags *pflag.FlagSet, o serveOptions) serveOptions {
 	o.kafkaListeners, _ = flags.GetString("kafka-listeners")
 	o.metricsListen, _ = flags.GetString("metrics-listen")
 	o.httpListen, _ = flags.GetString("http-listen")
+	o.groupLagMax, _ = flags.GetInt("metrics-group-partitions-max")
 	o.dataDir, _ = flags.GetString("data-dir")
 	o.sessionTimeout, _ = flags.GetDuration("session-timeout")
 	o.brokerHeartbeat, _ = flags.GetDuration("heartbeat-interval")
