@@ -37,6 +37,16 @@ var (
 	descGroupPartitionsOmitted = prometheus.NewDesc("kafka_consumergroup_partitions_omitted",
 		"Group partitions this scrape left out, over --metrics-group-partitions-max (whole groups are left out, so every sum exported is whole).", nil, nil)
 
+	// The partition's offsets as kafka_exporter names them, exported by
+	// the leader alone so that each partition has one series in the
+	// cluster: joined on topic and partition with
+	// kafka_consumergroup_current_offset from any coordinator, they give
+	// the lag of partitions the coordinator hosts no replica of.
+	descTopicCurrentOffset = prometheus.NewDesc("kafka_topic_partition_current_offset",
+		"On a partition's leader: its high watermark, the latest offset a consumer can read (kafka_exporter's name).", partitionLabels, nil)
+	descTopicOldestOffset = prometheus.NewDesc("kafka_topic_partition_oldest_offset",
+		"On a partition's leader: its log start offset (kafka_exporter's name).", partitionLabels, nil)
+
 	descFetcherLag = prometheus.NewDesc("kafka_server_fetcherlagmetrics_consumerlag",
 		"A follower replica's fetcher lag: the high watermark of its leader's last fetch answer less its log end offset (Kafka's FetcherLagMetrics ConsumerLag).", []string{"clientid", "topic", "partition"}, nil)
 	descFetcherMaxLag = prometheus.NewDesc("kafka_server_replicafetchermanager_maxlag",

@@ -15,7 +15,8 @@ import (
 // checkGroupAndFetcherLag, from TestMetricsFollowTheCluster: with 100
 // records in watched-0, a group that committed 40 shows, on the broker
 // that coordinates it and only there, committed offset 40 and lag 60 (its
-// replica's high watermark 100 less 40); and each follower of watched-0
+// replica's high watermark 100 less 40), the leader alone exports the
+// partition's current offset 100; and each follower of watched-0
 // exports its fetcher lag, 0 once caught up, and the largest of them.
 func checkGroupAndFetcherLag(t *testing.T, client *kgo.Client, addresses map[metadata.BrokerID]string, leader metadata.BrokerID) {
 	t.Helper()
@@ -46,6 +47,10 @@ func checkGroupAndFetcherLag(t *testing.T, client *kgo.Client, addresses map[met
 	waitForValue(t, "watchers' committed offset summed over the brokers", summed("kafka_consumergroup_current_offset", group), 40)
 	waitForValue(t, "watchers' lag on watched summed over the brokers",
 		summed("kafka_consumergroup_lag_sum", map[string]string{"consumergroup": "watchers", "topic": "watched"}), 60)
+	// The leader alone exports the partition's end offset, for a join
+	// with the committed offset from whichever broker coordinates.
+	waitForValue(t, "watched-0's current offset summed over the brokers",
+		summed("kafka_topic_partition_current_offset", map[string]string{"topic": "watched", "partition": "0"}), 100)
 	exporting := 0
 	for _, address := range addresses {
 		if _, ok := metricValue(scrapeMetrics(t, address), "kafka_consumergroup_lag", group); ok {

@@ -182,6 +182,8 @@ func (s metricsSnapshot) emit(out chan<- prometheus.Metric) {
 			continue
 		}
 		leaders++
+		gauge(out, descTopicCurrentOffset, float64(p.highWatermark), labels...)
+		gauge(out, descTopicOldestOffset, float64(p.logStart), labels...)
 		below := p.inSync < p.minInsync
 		underReplicated += int(boolValue(p.underReplicate))
 		underMinIsr += int(boolValue(below))
