@@ -63,7 +63,8 @@ func (c *Coordinator) Overviews(rows int) (overviews []Overview, omitted int) {
 	return overviews, omitted
 }
 
-// overviewIDs are the group ids with live or durable state, sorted. A
+// overviewIDs are the group ids with live or durable state, sorted, but
+// for groups being deleted. A
 // group that only commits offsets (no members, Kafka's "simple" use) has
 // durable state only.
 func (c *Coordinator) overviewIDs() []string {
@@ -71,7 +72,11 @@ func (c *Coordinator) overviewIDs() []string {
 	ids = append(ids, sortedKeys(c.groups)...)
 	ids = append(ids, sortedKeys(c.consumerGroups)...)
 	slices.Sort(ids)
-	return slices.Compact(ids)
+	// A Dead group is being deleted: ListGroups has already dropped it.
+	return slices.DeleteFunc(slices.Compact(ids), func(id string) bool {
+		group := c.groups[id]
+		return group != nil && group.state == stateDead
+	})
 }
 
 // overview reads one group.

@@ -3,6 +3,8 @@ package group
 import (
 	"fmt"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestOverviewsShowGroupsAndTheirCommittedOffsets: the overview lists every
@@ -50,5 +52,18 @@ func BenchmarkOverviews(b *testing.B) {
 		if overviews, _ := h.coordinator.Overviews(10000); len(overviews) != 1000 {
 			b.Fatalf("%d groups", len(overviews))
 		}
+	}
+}
+
+// TestOverviewsLeaveOutAGroupBeingDeleted: while a DeleteGroups waits for
+// its tombstones to commit the group is Dead, and the overview, like
+// ListGroups, no longer shows it.
+func TestOverviewsLeaveOutAGroupBeingDeleted(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.send(commitRequest(8, "alpha", -1, "", "orders", map[int32]int64{0: 10}))
+	h.autoCommit = false
+	h.send(&kmsg.DeleteGroupsRequest{Version: 2, Groups: []string{"alpha"}})
+	if overviews, omitted := h.coordinator.Overviews(10); len(overviews) != 0 || omitted != 0 {
+		t.Fatalf("a group being deleted shows: %v (%d omitted)", overviews, omitted)
 	}
 }
