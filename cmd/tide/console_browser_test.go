@@ -40,17 +40,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// the commit, the end offset and the lag 60.
 	createVisibleTopic(t, bootstrap, "lagging", "1", "1")
 	mustRun(t, strings.Repeat("a record\n", 100), "", "produce", "lagging", "--bootstrap", bootstrap)
-	// The first group request creates __consumer_offsets: until it is led,
-	// the coordinator is not available.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		stdout, stderr, err := runWithInput("", "group", "offsets", "reset", "readers", "--topic", "lagging", "--to-offset", "40", "--bootstrap", bootstrap)
-		if err == nil && strings.Contains(stdout, "committed 1 offset") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("committing 40 for readers: %v\n%s%s", err, stdout, stderr)
-		}
-	}
+	commitGroupOffset(t, bootstrap, "readers", "lagging", "40")
 	shots := os.Getenv("TIDE_SCREENSHOTS")
 	if shots == "" {
 		shots = t.TempDir()

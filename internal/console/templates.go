@@ -52,7 +52,8 @@ Active controller: {{if ge .Leader 0}}node {{.Leader}}{{else}}<span class="bad">
 	topicPage = page("topic", true, `
 <p>Topic id {{.Topic.ID}}. Each partition's replicas to one scale: the committed records
 [log start, high watermark) dark, the tail up to the log end offset light. This node knows its
-own replica's offsets and, where it leads, its followers' log end offsets as they last fetched.</p>
+own replica's offsets and, where it leads, its followers' log end offsets as they last fetched;
+where it follows, its fetcher lag: its leader's high watermark, as last answered, less its log end.</p>
 {{range .Partitions}}
 <h3 id="partition-{{.Number}}">partition {{.Number}}</h3>
 <p>leader {{if ge .Leader 0}}broker {{.Leader}}{{else}}<span class="bad">none (offline)</span>{{end}},
