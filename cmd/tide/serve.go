@@ -22,16 +22,14 @@ import (
 )
 
 type serveOptions struct {
-	config         string
-	id             int
-	controllers    string
-	listen         string
-	kafkaListen    string
-	kafkaListeners string
-	metricsListen  string
-	httpListen     string
-	// groupLagMax is MetricsGroupPartitionsMax.
-	groupLagMax     int
+	config          string
+	id              int
+	controllers     string
+	listen          string
+	kafkaListen     string
+	kafkaListeners  string
+	metricsListen   string
+	httpListen      string
 	dataDir         string
 	sessionTimeout  time.Duration
 	brokerHeartbeat time.Duration
@@ -53,6 +51,8 @@ type serveOptions struct {
 	limits serveLimits
 	// logs are the static log settings (serve_logflags.go).
 	logs logDefaults
+	// groupLagMax is MetricsGroupPartitionsMax.
+	groupLagMax int
 }
 
 func newServeCommand() *cobra.Command {
@@ -193,11 +193,11 @@ func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
 	}
 	config := server.Config{ID: metadata.BrokerID(o.id), Controllers: controllers, Listen: o.listen, DataDir: o.dataDir,
 		KafkaListen: o.kafkaListen, KafkaListeners: kafkaListeners, MetricsListen: o.metricsListen, HTTPListen: o.httpListen,
-		MetricsGroupPartitionsMax: o.groupLagMax,
-		SessionTimeout:            o.sessionTimeout, BrokerHeartbeat: o.brokerHeartbeat, ElectionTimeout: o.electionTimeout,
+		SessionTimeout: o.sessionTimeout, BrokerHeartbeat: o.brokerHeartbeat, ElectionTimeout: o.electionTimeout,
 		DefaultPartitions: o.defaultPartitions, DefaultReplicationFactor: o.defaultReplicationFactor, Logger: logger,
 		DisableAutoCreateTopics: !o.autoCreateTopics,
 		CopyFetches:             !o.sendfile}
+	config.MetricsGroupPartitionsMax = o.groupLagMax
 	o.rebalance.apply(&config)
 	o.logs.apply(&config)
 	if err := o.groups.validate(); err != nil {
@@ -218,11 +218,11 @@ var propertyFlags = map[string]string{
 	// Kafka's listeners name both the client and the controller listeners;
 	// tide keeps the Kafka listener apart under its own keys for now.
 	"tide.kafka.listen": "kafka-listen", "tide.kafka.listeners": "kafka-listeners", "tide.metrics.listen": "metrics-listen", "tide.http.listen": "http-listen",
-	"tide.metrics.group.partitions.max": "metrics-group-partitions-max",
-	"num.partitions":                    "num-partitions", "auto.create.topics.enable": "auto-create-topics", "default.replication.factor": "default-replication-factor",
+	"num.partitions": "num-partitions", "auto.create.topics.enable": "auto-create-topics", "default.replication.factor": "default-replication-factor",
 	"auto.leader.rebalance.enable":            "auto-leader-rebalance",
 	"leader.imbalance.check.interval.seconds": "leader-imbalance-check-interval",
 	"leader.imbalance.per.broker.percentage":  "leader-imbalance-percentage",
+	"tide.metrics.group.partitions.max":       "metrics-group-partitions-max",
 }
 
 // applyProperties sets the flags not given on the command line from a
