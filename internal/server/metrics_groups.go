@@ -58,38 +58,40 @@ func emitGroups(out chan<- prometheus.Metric, groups frontend.ViewGroups) {
 	unknown := 0
 	for _, group := range groups.Groups {
 		gauge(out, descGroupMembers, float64(len(group.Members)), group.ID)
-		type sums struct {
-			offset, lag int64
-			lagKnown    bool
-		}
-		var order []string
-		byTopic := map[string]*sums{}
-		for _, partition := range group.Partitions {
-			labels := []string{group.ID, partition.Topic, partitionLabel(partition.Partition)}
+		unknown += emitGroupPartitions(out, group)
+	}
+	gauge(out, descGroupLagUnknown, float64(unknown))
+	gauge(out, descGroupPartitionsOmitted, float64(groups.Omitted))
+}
+
+// emitGroupPartitions writes one group's committed offsets and lags, and
+// their sums per topic; it returns how many lags were unknown. The
+// partitions come sorted by topic, so each topic's are one run.
+func emitGroupPartitions(out chan<- prometheus.Metric, group frontend.ViewGroup) (unknown int) {
+	partitions := group.Partitions
+	for first := 0; first < len(partitions); {
+		topic := partitions[first].Topic
+		offsetSum, lagSum, lagKnown := int64(0), int64(0), false
+		next := first
+		for ; next < len(partitions) && partitions[next].Topic == topic; next++ {
+			partition := partitions[next]
+			labels := []string{group.ID, topic, partitionLabel(partition.Partition)}
 			gauge(out, descGroupCurrentOffset, float64(partition.Committed), labels...)
-			topic := byTopic[partition.Topic]
-			if topic == nil {
-				topic = &sums{}
-				byTopic[partition.Topic] = topic
-				order = append(order, partition.Topic)
-			}
-			topic.offset += partition.Committed
+			offsetSum += partition.Committed
 			if partition.Lag < 0 {
 				unknown++
 				continue
 			}
 			gauge(out, descGroupLag, float64(partition.Lag), labels...)
-			topic.lag, topic.lagKnown = topic.lag+partition.Lag, true
+			lagSum, lagKnown = lagSum+partition.Lag, true
 		}
-		for _, name := range order {
-			gauge(out, descGroupCurrentOffsetSum, float64(byTopic[name].offset), group.ID, name)
-			if byTopic[name].lagKnown {
-				gauge(out, descGroupLagSum, float64(byTopic[name].lag), group.ID, name)
-			}
+		gauge(out, descGroupCurrentOffsetSum, float64(offsetSum), group.ID, topic)
+		if lagKnown {
+			gauge(out, descGroupLagSum, float64(lagSum), group.ID, topic)
 		}
+		first = next
 	}
-	gauge(out, descGroupLagUnknown, float64(unknown))
-	gauge(out, descGroupPartitionsOmitted, float64(groups.Omitted))
+	return unknown
 }
 
 // emitFetcherLag writes each follower partition's fetcher lag, labelled
