@@ -20,7 +20,7 @@ var chromiumFlags = []string{"--headless", "--no-sandbox", "--disable-gpu", "--d
 
 // TestConsoleInBrowser loads every page of a tide dev broker's web console
 // in headless chromium: each renders with the live values of the cluster
-// (the topic, its offsets), and a screenshot of each is saved, in
+// (the topic, its offsets, a consumer group's lag), and a screenshot of each is saved, in
 // $TIDE_SCREENSHOTS when set (CI keeps them), else in the test's
 // temporary directory.
 func TestConsoleInBrowser(t *testing.T) {
@@ -36,6 +36,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	bootstrap := run.bootstrap()
 	createVisibleTopic(t, bootstrap, "shown", "2", "1")
 	mustRun(t, strings.Repeat("a record\n", 500), "", "produce", "shown", "--bootstrap", bootstrap)
+	// A group that read 40 of lagging's 100 records: the groups page shows
+	// the commit, the end offset and the lag 60.
+	createVisibleTopic(t, bootstrap, "lagging", "1", "1")
+	mustRun(t, strings.Repeat("a record\n", 100), "", "produce", "lagging", "--bootstrap", bootstrap)
+	commitGroupOffset(t, bootstrap, "readers", "lagging", "40")
 	shots := os.Getenv("TIDE_SCREENSHOTS")
 	if shots == "" {
 		shots = t.TempDir()
@@ -48,6 +53,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	}{
 		{"", "overview.png", []string{`id="brokers"`, `href="/topic/shown"`, "serving"}},
 		{"topic/shown", "topic.png", []string{"partition 1", "hw ", `class="replicas"`}},
+		{"groups", "groups.png", []string{`id="group-readers"`, "state <b>Empty</b>", "<td>40</td>", "<td>100</td>",
+			`<td class="lag">60</td>`, "lag 60, at 40 of 100", "total lag 60"}},
 		{"rates", "rates.png", []string{`class="rates"`}},
 		{"scenarios", "scenarios.png", []string{"kafka-7128", "kafka-1211"}},
 		{"scenario/kafka-7128?legacy=1", "scenario-kafka-7128-legacy.png", []string{`id="timeline"`, "committed offsets"}},

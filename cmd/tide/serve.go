@@ -51,6 +51,8 @@ type serveOptions struct {
 	limits serveLimits
 	// logs are the static log settings (serve_logflags.go).
 	logs logDefaults
+	// groupLagMax is MetricsGroupPartitionsMax.
+	groupLagMax int
 }
 
 func newServeCommand() *cobra.Command {
@@ -119,6 +121,8 @@ Followers replicate from their leaders over the Kafka protocol
 	flags.StringVar(&options.kafkaListeners, "kafka-listeners", "", "every broker's Kafka address as clients reach it, id@host:port,... (default: just this node's)")
 	flags.StringVar(&options.metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://host:port/metrics (default: none; docs/operations.md lists them)")
 	flags.StringVar(&options.httpListen, "http-listen", "", "serve the web console at http://host:port/ (default: none)")
+	flags.IntVar(&options.groupLagMax, "metrics-group-partitions-max", server.DefaultMetricsGroupPartitionsMax,
+		"at most this many consumer group partitions in the metrics' group lag and the console's groups page; the rest are counted as omitted")
 	flags.StringVar(&options.dataDir, "data-dir", "", "where the metadata and partition logs live (log.dirs)")
 	flags.DurationVar(&options.sessionTimeout, "session-timeout", 9*time.Second, "a broker silent for longer is fenced (broker.session.timeout.ms)")
 	flags.DurationVar(&options.brokerHeartbeat, "heartbeat-interval", 500*time.Millisecond, "how often a broker heartbeats (broker.heartbeat.interval.ms)")
@@ -193,6 +197,7 @@ func (o serveOptions) serverConfig(cmd *cobra.Command) (server.Config, error) {
 		DefaultPartitions: o.defaultPartitions, DefaultReplicationFactor: o.defaultReplicationFactor, Logger: logger,
 		DisableAutoCreateTopics: !o.autoCreateTopics,
 		CopyFetches:             !o.sendfile}
+	config.MetricsGroupPartitionsMax = o.groupLagMax
 	o.rebalance.apply(&config)
 	o.logs.apply(&config)
 	if err := o.groups.validate(); err != nil {
@@ -217,6 +222,7 @@ var propertyFlags = map[string]string{
 	"auto.leader.rebalance.enable":            "auto-leader-rebalance",
 	"leader.imbalance.check.interval.seconds": "leader-imbalance-check-interval",
 	"leader.imbalance.per.broker.percentage":  "leader-imbalance-percentage",
+	"tide.metrics.group.partitions.max":       "metrics-group-partitions-max",
 }
 
 // applyProperties sets the flags not given on the command line from a
@@ -282,6 +288,7 @@ func reread(flags *pflag.FlagSet, o serveOptions) serveOptions {
 	o.kafkaListeners, _ = flags.GetString("kafka-listeners")
 	o.metricsListen, _ = flags.GetString("metrics-listen")
 	o.httpListen, _ = flags.GetString("http-listen")
+	o.groupLagMax, _ = flags.GetInt("metrics-group-partitions-max")
 	o.dataDir, _ = flags.GetString("data-dir")
 	o.sessionTimeout, _ = flags.GetDuration("session-timeout")
 	o.brokerHeartbeat, _ = flags.GetDuration("heartbeat-interval")

@@ -3,7 +3,8 @@
 // cluster does, as server-rendered HTML with SVG drawings and no
 // JavaScript: the brokers and the active controller, the topics, each
 // partition's replicas with their log start offset, high watermark, log
-// end offset, lag and epochs drawn to scale, live produce and fetch rates,
+// end offset, lag and epochs drawn to scale, the consumer groups it
+// coordinates with their lag, live produce and fetch rates,
 // and the seed scenarios as step-by-step timelines.
 //
 // The console reads the node through Source: a value taken on the node
@@ -39,6 +40,32 @@ type Snapshot struct {
 	MetadataOffset int64
 	Brokers        []Broker
 	Topics         []Topic
+	// Groups are the consumer groups this node coordinates; GroupsOmitted
+	// counts the group partitions left out by the node's limit.
+	Groups        []Group
+	GroupsOmitted int
+}
+
+// Group is one consumer group this node coordinates.
+type Group struct {
+	ID, Type, State, ProtocolType, Protocol string
+	Members                                 []GroupMember
+	Partitions                              []GroupPartition
+}
+
+// GroupMember is one member of a group.
+type GroupMember struct{ ID, ClientID, ClientHost string }
+
+// GroupPartition is one partition a group committed an offset for, with
+// the end offset (high watermark) this node's replica of it has and the
+// lag, both -1 where the node hosts no replica; FromLeader says the node
+// leads the partition, so the end offset is the leader's own.
+type GroupPartition struct {
+	Topic          string
+	Partition      int32
+	Committed      int64
+	EndOffset, Lag int64
+	FromLeader     bool
 }
 
 // Broker is one registered broker.
@@ -75,12 +102,15 @@ type Partition struct {
 	Followers map[int32]int64
 }
 
-// ReplicaOffsets are one hosted replica's offsets.
+// ReplicaOffsets are one hosted replica's offsets; FetcherLag, on a
+// follower, how far its log end is behind its leader's high watermark as
+// last answered (-1 unknown).
 type ReplicaOffsets struct {
 	Role          string
 	LogStart      int64
 	HighWatermark int64
 	LogEnd        int64
+	FetcherLag    int64
 }
 
 // RateSample is one second's requests and bytes.
@@ -100,6 +130,7 @@ func Handler(source Source, nodeID int32) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", pages.overview)
 	mux.HandleFunc("GET /topic/{name}", pages.topic)
+	mux.HandleFunc("GET /groups", pages.groups)
 	mux.HandleFunc("GET /rates", pages.rates)
 	mux.HandleFunc("GET /scenarios", pages.scenarioList)
 	mux.HandleFunc("GET /scenario/{name}", pages.scenario)

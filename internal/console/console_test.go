@@ -21,8 +21,14 @@ func (f fakeSource) Snapshot() (Snapshot, bool) {
 			{Number: 0, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 5, Replicas: []int32{1, 2}, ISR: []int32{1},
 				Local: &ReplicaOffsets{Role: "leader", LogStart: 10, HighWatermark: 90, LogEnd: 100}, Followers: map[int32]int64{2: 97}},
 			{Number: 1, Leader: -1, Replicas: []int32{2, 1}, ISR: []int32{}, ELR: []int32{2},
-				Local: &ReplicaOffsets{Role: "follower", LogStart: 0, HighWatermark: 5, LogEnd: 6}},
-		}}}}, f.answers
+				Local: &ReplicaOffsets{Role: "follower", LogStart: 0, HighWatermark: 5, LogEnd: 6, FetcherLag: 2}},
+		}}},
+		Groups: []Group{{ID: "billing", Type: "classic", State: "Stable", ProtocolType: "consumer", Protocol: "range",
+			Members: []GroupMember{{ID: "m-1", ClientID: "app", ClientHost: "/10.0.0.1"}},
+			Partitions: []GroupPartition{{Topic: "orders", Partition: 0, Committed: 40, EndOffset: 90, Lag: 50, FromLeader: true},
+				{Topic: "orders", Partition: 1, Committed: 3, EndOffset: 5, Lag: 2},
+				{Topic: "payments", Partition: 0, Committed: 7, EndOffset: -1, Lag: -1}}}},
+		GroupsOmitted: 12}, f.answers
 }
 
 func (fakeSource) Rates() []RateSample {
@@ -48,6 +54,10 @@ func TestPagesShowTheNode(t *testing.T) {
 			`<a href="/topic/orders">orders</a>`, "</a></td><td>2</td><td>2</td>" /* partitions, replication factor */, "bytes per second (max 7.5k B/s)"}},
 		{"/topic/orders", []string{"<title>tide: topic orders</title>", "leader epoch 3, partition epoch 5", "ISR [1]",
 			"hw 90, leo 100", "leo 97, lag 3", "none (offline)", "ELR [2]", "offsets known to its broker"}},
+		{"/topic/orders", []string{"hw 5, leo 6, fetcher lag 2"}},
+		{"/groups", []string{`<h3 id="group-billing">billing</h3>`, "state <b>Stable</b>", "protocol range", "1 member <code>m-1</code> (app /10.0.0.1)",
+			"total lag 52", `<td>40</td>`, `<td>90</td>`, `<td>5 (as a follower)</td>`, "not hosted here", "lag 50, at 40 of 90",
+			"12 group partitions left out"}},
 		{"/rates", []string{"requests per second (max 15 req/s)", "<polyline"}},
 		{"/scenarios", []string{`<a href="/scenario/kafka-7128">kafka-7128</a>`, "with the rule off"}},
 	} {

@@ -89,6 +89,9 @@ func partitionBars(self int32, partition Partition) []replicaBar {
 			local := partition.Local
 			bar.Known, bar.LogStart, bar.HighWatermark, bar.LogEnd = true, local.LogStart, local.HighWatermark, local.LogEnd
 			bar.Note = fmt.Sprintf("hw %d, leo %d", local.HighWatermark, local.LogEnd)
+			if local.Role == "follower" && local.FetcherLag >= 0 {
+				bar.Note += fmt.Sprintf(", fetcher lag %d", local.FetcherLag)
+			}
 		case known && leaderEnd >= 0:
 			// What a follower holds below the leader's high watermark is
 			// committed; the leader does not know the follower's own.
@@ -117,6 +120,43 @@ func replicaLabel(id int32, partition Partition) string {
 		return fmt.Sprintf("broker %d", id)
 	}
 	return fmt.Sprintf("broker %d (%s)", id, strings.Join(roles, ", "))
+}
+
+// groups shows the consumer groups this node coordinates: each group's
+// state and members, and per partition the committed offset, the end
+// offset and the lag, drawn to one scale per group.
+func (p *pages) groups(w http.ResponseWriter, r *http.Request) {
+	snapshot, ok := p.source.Snapshot()
+	if !ok {
+		http.Error(w, "the node did not answer in time; try again", http.StatusServiceUnavailable)
+		return
+	}
+	type drawn struct {
+		Group
+		Drawing template.HTML
+		Lag     int64
+	}
+	var groups []drawn
+	for _, group := range snapshot.Groups {
+		shown := drawn{Group: group}
+		var bars []replicaBar
+		for _, partition := range group.Partitions {
+			if partition.Lag < 0 {
+				continue
+			}
+			shown.Lag += partition.Lag
+			// Committed records dark, the lag light: the bar is the
+			// partition up to its end offset.
+			bars = append(bars, replicaBar{Label: fmt.Sprintf("%s-%d", partition.Topic, partition.Partition), Known: true,
+				HighWatermark: min(partition.Committed, partition.EndOffset), LogEnd: partition.EndOffset,
+				Note: fmt.Sprintf("lag %d, at %d of %d", partition.Lag, partition.Committed, partition.EndOffset)})
+		}
+		if len(bars) > 0 {
+			shown.Drawing = drawReplicas(bars)
+		}
+		groups = append(groups, shown)
+	}
+	p.render(w, groupsPage, map[string]any{"Groups": groups, "Omitted": snapshot.GroupsOmitted})
 }
 
 func (p *pages) rates(w http.ResponseWriter, r *http.Request) {

@@ -26,7 +26,7 @@ pre{background:#f4f4f4;padding:6px;margin:2px 0 10px;white-space:pre-wrap}
 .timeline{display:flex;flex-wrap:wrap;gap:12px}.frame{border:1px solid #ddd;padding:6px}
 .step{margin:6px 0 14px}.comment{color:#444;max-width:80ch}
 </style></head><body>
-<header><b>tide</b> node {{.NodeID}} &nbsp; <a href="/">overview</a><a href="/rates">rates</a><a href="/scenarios">scenarios</a></header>
+<header><b>tide</b> node {{.NodeID}} &nbsp; <a href="/">overview</a><a href="/groups">groups</a><a href="/rates">rates</a><a href="/scenarios">scenarios</a></header>
 <main><h2>{{.Title}}</h2>
 {{template "body" .Data}}
 </main></body></html>`
@@ -52,13 +52,33 @@ Active controller: {{if ge .Leader 0}}node {{.Leader}}{{else}}<span class="bad">
 	topicPage = page("topic", true, `
 <p>Topic id {{.Topic.ID}}. Each partition's replicas to one scale: the committed records
 [log start, high watermark) dark, the tail up to the log end offset light. This node knows its
-own replica's offsets and, where it leads, its followers' log end offsets as they last fetched.</p>
+own replica's offsets and, where it leads, its followers' log end offsets as they last fetched;
+where it follows, its fetcher lag: its leader's high watermark, as last answered, less its log end.</p>
 {{range .Partitions}}
 <h3 id="partition-{{.Number}}">partition {{.Number}}</h3>
 <p>leader {{if ge .Leader 0}}broker {{.Leader}}{{else}}<span class="bad">none (offline)</span>{{end}},
 leader epoch {{.LeaderEpoch}}, partition epoch {{.PartitionEpoch}}, replicas {{ids .Replicas}}, ISR {{ids .ISR}}{{if .ELR}}, ELR {{ids .ELR}}{{end}}</p>
 {{.Drawing}}
 {{end}}`)
+
+	groupsPage = page("consumer groups", true, `
+<p>The consumer groups this node coordinates (each group is coordinated by the leader of its
+__consumer_offsets partition; the others are on their coordinators' consoles). A partition's lag is
+its end offset (the high watermark of this node's replica: exact where it leads the partition) less
+the group's committed offset; where this node hosts no replica of the partition its lag is unknown here.</p>
+{{if .Omitted}}<p class="bad">{{.Omitted}} group partitions left out (--metrics-group-partitions-max).</p>{{end}}
+{{range .Groups}}
+<h3 id="group-{{.ID}}">{{.ID}}</h3>
+<p>{{.Type}} group, state <b>{{.State}}</b>{{if .ProtocolType}}, protocol type {{.ProtocolType}}{{end}}{{if .Protocol}}, protocol {{.Protocol}}{{end}},
+{{len .Members}} member{{if ne (len .Members) 1}}s{{end}}{{range .Members}} <code>{{.ID}}</code> ({{.ClientID}} {{.ClientHost}}){{end}}; total lag {{.Lag}}.</p>
+<table class="offsets"><tr><th>topic</th><th>partition</th><th>committed offset</th><th>end offset</th><th>lag</th></tr>
+{{range .Partitions}}<tr><td><a href="/topic/{{.Topic}}">{{.Topic}}</a></td><td>{{.Partition}}</td><td>{{.Committed}}</td>
+<td>{{if ge .EndOffset 0}}{{.EndOffset}}{{if not .FromLeader}} (as a follower){{end}}{{else}}<span class="muted">not hosted here</span>{{end}}</td>
+<td class="lag">{{if ge .Lag 0}}{{.Lag}}{{else}}<span class="muted">unknown</span>{{end}}</td></tr>
+{{else}}<tr><td colspan="5">no committed offsets</td></tr>{{end}}
+</table>
+{{.Drawing}}
+{{else}}<p id="no-groups">This node coordinates no consumer group.</p>{{end}}`)
 
 	ratesPage = page("rates", true, `
 <p>Requests this node's Kafka listener served, per second, over the last two minutes.</p>

@@ -53,12 +53,15 @@ type ViewPartition struct {
 // ViewReplica is a hosted replica's role, the leader epoch it has applied
 // (a moment behind the metadata's at a leader change) and its offsets;
 // Followers, on the leader, the followers' log end offsets as they last
-// fetched.
+// fetched; FetcherLag, on a follower, how far its log end is behind the
+// high watermark of its leader's last fetch answer (replica.FetcherLag),
+// -1 elsewhere or before the first answer.
 type ViewReplica struct {
 	Role                            replica.Role
 	LeaderEpoch                     int32
 	LogStart, HighWatermark, LogEnd int64
 	Followers                       map[metadata.BrokerID]int64
+	FetcherLag                      int64
 }
 
 // View reads the broker; it runs on the node loop.
@@ -105,7 +108,10 @@ func (fe *FrontEnd) viewReplica(state metadata.PartitionState) *ViewReplica {
 		return nil
 	}
 	local := &ViewReplica{Role: r.Role(), LeaderEpoch: int32(r.State().LeaderEpoch), LogStart: int64(r.LogStartOffset()), HighWatermark: int64(r.HighWatermark()),
-		LogEnd: int64(r.LogEndOffset())}
+		LogEnd: int64(r.LogEndOffset()), FetcherLag: -1}
+	if lag, known := r.FetcherLag(); known {
+		local.FetcherLag = lag
+	}
 	if r.Role() == replica.Leader {
 		local.Followers = map[metadata.BrokerID]int64{}
 		for _, id := range state.Replicas {

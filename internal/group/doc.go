@@ -28,5 +28,7 @@
 // each Append as one acks=all batch, and report it with AppendDone. Unload
 // when the leadership goes. When Unloaded reports true after an
 // AppendDone (an append whose fate only the log knows), replace the
-// coordinator with a new one that loads the log.
+// coordinator with a new one that loads the log. Overviews reads its groups
+// and committed offsets for the metrics and the web console, under a row
+// limit, and changes nothing.
 package group

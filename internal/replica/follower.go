@@ -28,6 +28,11 @@ type followerState struct {
 	// epoch: this replica is the stale one, and it waits for newer
 	// partition state instead of fetching on.
 	fenced bool
+	// leaderHighWatermark is the high watermark the leader's last fetch
+	// answer in this epoch carried; known says one has come. Read only by
+	// FetcherLag.
+	leaderHighWatermark      record.Offset
+	leaderHighWatermarkKnown bool
 }
 
 // SetBrokerEpoch sets this broker's own epoch (its incarnation), which every
@@ -190,6 +195,7 @@ func (r *Replica) applyFetchedData(response FetchResponse) {
 	}
 	if response.HighWatermark >= 0 {
 		r.setHighWatermark(max(min(response.HighWatermark, r.log.end), r.log.start))
+		r.follower.leaderHighWatermark, r.follower.leaderHighWatermarkKnown = response.HighWatermark, true
 	}
 	// Rule follower-follows-log-start: a follower moves its log start up to
 	// the leader's (Kafka's ReplicaFetcherThread, after the append), so
@@ -262,6 +268,21 @@ func (r *Replica) truncateFully(start record.Offset) {
 	r.log.epochs = r.log.epochs.Clone()
 	r.log.epochs.TruncateFromEnd(0)
 	r.setHighWatermark(start)
+}
+
+// FetcherLag is how far this follower's log end offset is behind the
+// high watermark of its leader's last fetch answer (Kafka's
+// FetcherLagMetrics ConsumerLag: the answer's high watermark less the
+// follower's next fetch offset, never below 0), and false when the
+// replica does not follow or has had no answer in this epoch. A Kafka
+// fetch answer carries the leader's high watermark, not its log end, so
+// a follower in the ISR reads 0 while the leader's uncommitted tail waits
+// for it. It is read by the metrics and the console and decides nothing.
+func (r *Replica) FetcherLag() (int64, bool) {
+	if r.role != Follower || !r.follower.leaderHighWatermarkKnown {
+		return 0, false
+	}
+	return max(int64(r.follower.leaderHighWatermark-r.log.end), 0), true
 }
 
 // describeFollower is for debugging.

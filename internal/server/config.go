@@ -79,6 +79,12 @@ type Config struct {
 	// none; HTTPListener, when set, is a listener already bound to it.
 	HTTPListen   string
 	HTTPListener net.Listener
+	// MetricsGroupPartitionsMax bounds the consumer group series a scrape
+	// exports and the console's groups page shows: group partitions (a
+	// committed offset of a group; a group with none counts one), whole
+	// groups in coordinator then id order, the rest counted in
+	// kafka_consumergroup_partitions_omitted. Zero: 10000.
+	MetricsGroupPartitionsMax int
 	// CopyFetches reads every fetched record into memory, as for records
 	// above the high watermark, instead of sending committed ones with
 	// sendfile: only to measure what sendfile saves.
@@ -242,6 +248,9 @@ func (c Config) withDefaults() Config {
 	if c.DefaultPartitions == 0 {
 		c.DefaultPartitions = 1 // Kafka's num.partitions
 	}
+	if c.MetricsGroupPartitionsMax == 0 {
+		c.MetricsGroupPartitionsMax = DefaultMetricsGroupPartitionsMax
+	}
 	if c.LeaderImbalancePercentage == 0 {
 		c.LeaderImbalancePercentage = controller.DefaultLeaderImbalancePercentage
 	}
@@ -254,6 +263,11 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+// DefaultMetricsGroupPartitionsMax is MetricsGroupPartitionsMax's
+// default: 10000 group partitions are four series each (lag, committed
+// offset and, per topic, their sums), a scrape of well under a megabyte.
+const DefaultMetricsGroupPartitionsMax = 10000
 
 // DefaultLeaderImbalanceCheckInterval is Kafka's
 // leader.imbalance.check.interval.seconds.
@@ -395,6 +409,8 @@ func (c Config) Validate() error {
 	case c.LeaderImbalanceCheckInterval < c.Tick || c.LeaderImbalancePercentage < 1 || c.LeaderImbalancePercentage > 100:
 		return fmt.Errorf("leader imbalance check every %s above %d%%: want at least a tick (%s) and 1 to 100%%",
 			c.LeaderImbalanceCheckInterval, c.LeaderImbalancePercentage, c.Tick)
+	case c.MetricsGroupPartitionsMax < 0:
+		return fmt.Errorf("metrics group partitions max %d: want at least 1 (0 for the default %d)", c.MetricsGroupPartitionsMax, DefaultMetricsGroupPartitionsMax)
 	case c.MaxFrameBytes < 1<<20 || c.QueueLength < 16:
 		return errors.New("frames of at least 1 MiB and queues of at least 16")
 	case c.OffsetsTopicPartitions < 0 || c.OffsetsTopicReplicationFactor < 0 || c.OffsetsTopicReplicationFactor > math.MaxInt16:

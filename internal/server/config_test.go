@@ -34,6 +34,9 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("leader rebalance every %d ticks above %d%%, want Kafka's 300 s (30000 ticks) and 10%%",
 			defaults.leaderRebalanceTicks(), defaults.LeaderImbalancePercentage)
 	}
+	if defaults := good.withDefaults(); defaults.MetricsGroupPartitionsMax != DefaultMetricsGroupPartitionsMax {
+		t.Fatalf("metrics group partitions max %d, want the default %d", defaults.MetricsGroupPartitionsMax, DefaultMetricsGroupPartitionsMax)
+	}
 	if off := (Config{NoAutoLeaderRebalance: true}).withDefaults(); off.leaderRebalanceTicks() != 0 {
 		t.Fatalf("auto.leader.rebalance.enable=false still rebalances every %d ticks", off.leaderRebalanceTicks())
 	}
@@ -54,6 +57,7 @@ func TestConfigValidate(t *testing.T) {
 		"imbalance over":  func(c *Config) { c.LeaderImbalancePercentage = 101 },
 		"imbalance below": func(c *Config) { c.LeaderImbalancePercentage = -1 },
 		"check in a tick": func(c *Config) { c.LeaderImbalanceCheckInterval = time.Millisecond },
+		"group rows < 0":  func(c *Config) { c.MetricsGroupPartitionsMax = -1 },
 	} {
 		config := good
 		change(&config)

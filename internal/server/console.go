@@ -102,7 +102,25 @@ func (s *Server) consoleSnapshot() console.Snapshot {
 		}
 		snapshot.Topics = append(snapshot.Topics, shown)
 	}
+	snapshot.Groups, snapshot.GroupsOmitted = consoleGroups(s.frontend.GroupsView(s.config.MetricsGroupPartitionsMax))
 	return snapshot
+}
+
+// consoleGroups are the groups of the View as the console shows them.
+func consoleGroups(view frontend.ViewGroups) ([]console.Group, int) {
+	var groups []console.Group
+	for _, group := range view.Groups {
+		shown := console.Group{ID: group.ID, Type: group.Type, State: group.State, ProtocolType: group.ProtocolType, Protocol: group.Protocol}
+		for _, member := range group.Members {
+			shown.Members = append(shown.Members, console.GroupMember{ID: member.ID, ClientID: member.ClientID, ClientHost: member.ClientHost})
+		}
+		for _, partition := range group.Partitions {
+			shown.Partitions = append(shown.Partitions, console.GroupPartition{Topic: partition.Topic, Partition: partition.Partition,
+				Committed: partition.Committed, EndOffset: partition.EndOffset, Lag: partition.Lag, FromLeader: partition.FromLeader})
+		}
+		groups = append(groups, shown)
+	}
+	return groups, view.Omitted
 }
 
 // consolePartition is one partition of the View as the console draws it.
@@ -111,7 +129,8 @@ func consolePartition(partition frontend.ViewPartition) console.Partition {
 	shown := console.Partition{Number: state.Partition, Leader: int32(state.Leader), LeaderEpoch: int32(state.LeaderEpoch),
 		PartitionEpoch: int32(state.PartitionEpoch), Replicas: brokerIDs(state.Replicas), ISR: brokerIDs(state.ISR), ELR: brokerIDs(state.ELR)}
 	if local := partition.Local; local != nil {
-		shown.Local = &console.ReplicaOffsets{Role: local.Role.String(), LogStart: local.LogStart, HighWatermark: local.HighWatermark, LogEnd: local.LogEnd}
+		shown.Local = &console.ReplicaOffsets{Role: local.Role.String(), LogStart: local.LogStart, HighWatermark: local.HighWatermark, LogEnd: local.LogEnd,
+			FetcherLag: local.FetcherLag}
 		if local.Followers != nil {
 			shown.Followers = map[int32]int64{}
 			for id, end := range local.Followers {

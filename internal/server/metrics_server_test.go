@@ -26,7 +26,8 @@ import (
 // replication factor 3: the request, fsync and partition families are
 // there with plausible values, one node is the active controller, and the
 // leader's under-replicated count goes to 1 when a follower is killed and
-// back to 0 once it returns (issue 16's must-hold).
+// back to 0 once it returns (issue 16's must-hold); a group's committed
+// offset and lag, and the followers' fetcher lag, are there too.
 func TestMetricsFollowTheCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three tide processes; skipped with -short")
@@ -92,6 +93,9 @@ func TestMetricsFollowTheCluster(t *testing.T) {
 	waitForValue(t, "under-replicated partitions 0 after the follower returned", underReplicated, 0)
 	checkEventsLogged(t, c, follower)
 	checkEventCounts(t, metricsAddresses, follower)
+	// Last: __consumer_offsets, created for the group, adds partitions the
+	// leader may lead, which the counts above do not expect.
+	checkGroupAndFetcherLag(t, client, metricsAddresses, leader)
 }
 
 // checkEventCounts: the active controllers counted the fencing and the ISR

@@ -21,6 +21,8 @@ type metricsSnapshot struct {
 	fetchErrors          map[string]int64
 	// controller is set on a voter of the metadata quorum.
 	controller *controllerSample
+	// groups are the consumer groups this broker coordinates.
+	groups frontend.ViewGroups
 }
 
 // partitionSample is one hosted replica as its broker sees it.
@@ -36,6 +38,10 @@ type partitionSample struct {
 	inSync         int
 	minInsync      int
 	underReplicate bool
+	// leaderID is the partition's leader in the metadata; fetcherLag, on
+	// a follower, its fetcher lag (-1 unknown).
+	leaderID   int32
+	fetcherLag int64
 }
 
 // controllerSample is a voter's view: the quorum's and, on the active
@@ -63,6 +69,7 @@ func (s *Server) metricsSnapshot() metricsSnapshot {
 			}
 		}
 	}
+	snapshot.groups = s.frontend.GroupsView(s.config.MetricsGroupPartitionsMax)
 	if s.quorum != nil {
 		snapshot.controller = sampleController(s.quorum.Active(), s.quorum.Term(), s.quorum.Image())
 	}
@@ -73,7 +80,8 @@ func samplePartition(partition frontend.ViewPartition) partitionSample {
 	state, local := partition.State, partition.Local
 	sample := partitionSample{topic: state.Topic, partition: state.Partition, leader: local.Role == replica.Leader,
 		leaderEpoch: local.LeaderEpoch, logStart: local.LogStart, highWatermark: local.HighWatermark,
-		logEnd: local.LogEnd, replicas: len(state.Replicas), inSync: len(state.ISR), minInsync: partition.MinInsync}
+		logEnd: local.LogEnd, replicas: len(state.Replicas), inSync: len(state.ISR), minInsync: partition.MinInsync,
+		leaderID: int32(state.Leader), fetcherLag: local.FetcherLag}
 	// Kafka counts a partition under-replicated on its leader only, so
 	// that the cluster's sum counts each partition once.
 	sample.underReplicate = sample.leader && sample.inSync < sample.replicas
@@ -174,6 +182,8 @@ func (s metricsSnapshot) emit(out chan<- prometheus.Metric) {
 			continue
 		}
 		leaders++
+		gauge(out, descTopicCurrentOffset, float64(p.highWatermark), labels...)
+		gauge(out, descTopicOldestOffset, float64(p.logStart), labels...)
 		below := p.inSync < p.minInsync
 		underReplicated += int(boolValue(p.underReplicate))
 		underMinIsr += int(boolValue(below))
@@ -188,6 +198,8 @@ func (s metricsSnapshot) emit(out chan<- prometheus.Metric) {
 	gauge(out, descLeaderCount, float64(leaders))
 	gauge(out, descBrokerMetadataOffset, float64(s.brokerMetadataOffset))
 	gauge(out, descBrokerFenced, boolValue(s.brokerFenced))
+	emitFetcherLag(out, s.partitions)
+	emitGroups(out, s.groups)
 	for name, count := range s.fetchErrors {
 		out <- prometheus.MustNewConstMetric(descFetcherErrors, prometheus.CounterValue, float64(count), name)
 	}
