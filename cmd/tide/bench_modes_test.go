@@ -72,13 +72,16 @@ func TestBenchEndToEnd(t *testing.T) {
 		if args[1] == "100" {
 			want = 100
 		}
-		l := report.Latency
+		l, a := report.Latency, report.Acknowledged
+		if a.Count != want || a.P50Ms <= 0 || a.P50Ms > a.MaxMs {
+			t.Fatalf("bench e2e %v: acknowledged latency: %s", args, out)
+		}
 		if report.Received != report.Sent || report.Sent < int64(want) || l.Count != want || report.Interrupted ||
 			l.P50Ms <= 0 || l.P50Ms > l.P90Ms || l.P90Ms > l.P99Ms || l.P99Ms > l.P999Ms || l.P999Ms > l.MaxMs {
 			t.Fatalf("bench e2e %v: %s", args, out)
 		}
 	}
-	table := mustRun(t, "", "end to end  count", "bench", "e2e", "--records", "20", "--duration", "0", "--warmup", "0", "--bootstrap="+kafka)
+	table := mustRun(t, "", "acknowledged  20", "bench", "e2e", "--records", "20", "--duration", "0", "--warmup", "0", "--bootstrap="+kafka)
 	if !strings.Contains(table, "sent and acknowledged 20, received 20") {
 		t.Fatalf("bench e2e's table:\n%s", table)
 	}
