@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tidelog/tide/internal/wire"
 )
@@ -41,6 +42,10 @@ type kafkaListener struct {
 	// closed is set once the node stopped: a connection accepted after
 	// closeKafka went through conns is closed at once.
 	closed bool
+	// caughtUp is set, once, by the node loop when its broker has applied
+	// the metadata log as the controller has it (broker.Node.CaughtUp).
+	// Until then every connection is closed as it is accepted; see admit.
+	caughtUp atomic.Bool
 }
 
 func (s *Server) openKafka() error {
