@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/tidelog/tide/internal/disk"
@@ -116,5 +117,36 @@ func BenchmarkRead(b *testing.B) {
 			}
 			b.SetBytes(read / int64(b.N))
 		})
+	}
+}
+
+// BenchmarkIndexMemory appends 256 MiB in 1 KiB batches with rising
+// timestamps and reports the heap the log holds per GiB appended
+// (heap-KiB/GiB): the offset and time index entries every segment keeps in
+// memory, one of each per IndexIntervalBytes (4 KiB) of batches smaller
+// than that. It is what grows with a broker's backlog (docs/benchmarks.md,
+// Memory with a backlog); ns/op is of the whole 256 MiB.
+func BenchmarkIndexMemory(b *testing.B) {
+	records := make([]record.Record, 9)
+	for i := range records {
+		records[i] = record.Record{Value: make([]byte, 100)}
+	}
+	for range b.N {
+		l := benchmarkLog(b)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		appended := 0
+		for appended < 256<<20 {
+			batch := record.Build(record.BuildOptions{Records: records, LeaderEpoch: record.NoLeaderEpoch, BaseTimestampMs: int64(appended)})
+			if _, err := appendValidatedAsLeader(l, batch, 0); err != nil {
+				b.Fatal(err)
+			}
+			appended += len(batch)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		grown := float64(after.HeapInuse) - float64(before.HeapInuse)
+		b.ReportMetric(grown/1024/(float64(appended)/(1<<30)), "heap-KiB/GiB")
 	}
 }
