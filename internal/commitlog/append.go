@@ -230,6 +230,7 @@ func (l *Log) rollLocked() error {
 		next.close()
 		return l.failLocked(fmt.Errorf("roll: sync dir: %w", err))
 	}
+	l.segments[len(l.segments)-1].spillIndexes()
 	l.segments = append(l.segments, next)
 	l.recoveryPoint = l.durableEndOffset
 	return l.writeOffsetsCheckpointLocked()

@@ -124,7 +124,7 @@ func describeLog(l *Log) string {
 	fmt.Fprintln(&b)
 	for _, s := range l.segments {
 		fmt.Fprintf(&b, "segment %s [%d, %d) bytes=%d index-entries=%d\n",
-			segmentFileName(s.baseOffset), s.baseOffset, s.nextOffset, s.size, len(s.index.entries))
+			segmentFileName(s.baseOffset), s.baseOffset, s.nextOffset, s.size, s.index.length())
 	}
 	return b.String()
 }
