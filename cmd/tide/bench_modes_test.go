@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +50,21 @@ func TestBenchProduceProducers(t *testing.T) {
 	if report.Producers != 2 || report.Throughput == nil || report.Throughput.Records != 101 || report.Throughput.CPU != nil ||
 		report.Latency == nil || report.Latency.Count != 101 || report.Cluster != "" {
 		t.Fatalf("bench produce --producers 2 --records 101: %+v %+v %+v", report, report.Throughput, report.Latency)
+	}
+}
+
+// --cpuprofile writes a profile pprof reads: a gzipped protocol buffer,
+// not empty.
+func TestBenchCPUProfile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("serves a node; skipped with -short")
+	}
+	kafka := serveNode(t)
+	path := filepath.Join(t.TempDir(), "cpu.prof")
+	runBench(t, "--records", "50", "--duration", "0", "--warmup", "0", "--size", "64", "--mode", "throughput", "--cpuprofile", path, "--bootstrap="+kafka)
+	profile, err := os.ReadFile(path)
+	if err != nil || len(profile) < 2 || profile[0] != 0x1f || profile[1] != 0x8b {
+		t.Fatalf("--cpuprofile %s: %d bytes, %v", path, len(profile), err)
 	}
 }
 
