@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -52,7 +54,39 @@ mode takes the same load flags: --acks, --size, --partitions,
 start a tide dev cluster in this process instead of --bootstrap.`,
 	}
 	command.AddCommand(newBenchProduceCommand(), newBenchConsumeCommand(), newBenchEndToEndCommand(), newBenchCompareCommand())
+	var cpuProfile string
+	command.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "",
+		"write a CPU profile of this process (with --dev: brokers and client together) to this file (go tool pprof reads it)")
+	for _, mode := range command.Commands() {
+		run := mode.RunE
+		mode.RunE = func(cmd *cobra.Command, args []string) error {
+			if cpuProfile == "" {
+				return run(cmd, args)
+			}
+			stop, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
+			}
+			return errors.Join(run(cmd, args), stop())
+		}
+	}
 	return command
+}
+
+// startCPUProfile profiles the process into path until stop is called.
+func startCPUProfile(path string) (stop func() error, err error) {
+	file, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(file); err != nil {
+		file.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return file.Close()
+	}, nil
 }
 
 func newBenchProduceCommand() *cobra.Command {

@@ -44,7 +44,11 @@ type endToEndReport struct {
 	ElapsedSeconds   float64       `json:"elapsed_seconds"`
 	RecordsPerSecond float64       `json:"records_per_second"`
 	Latency          latencyResult `json:"latency"`
-	Interrupted      bool          `json:"interrupted"`
+	// Acknowledged is the same records' send to acknowledgement latency:
+	// what e2e adds to it is the consumer's side (the fetch's wake-up on a
+	// new high watermark and its response).
+	Acknowledged latencyResult `json:"acknowledged"`
+	Interrupted  bool          `json:"interrupted"`
 }
 
 func newBenchEndToEndCommand() *cobra.Command {
@@ -158,8 +162,9 @@ func (o benchEndToEndOptions) runEndToEnd(ctx context.Context, producers benchPr
 	consumers.start(base, o.warmup)
 	progress.begin("e2e", consumers.received.Load)
 	defer progress.end()
-	sent, err := runStampedProducers(ctx, producers, o.rate, base, o.warmup, phaseBound{records: o.records, duration: o.duration})
-	report.Sent = sent
+	acknowledged := &stampedAcknowledgements{base: base, warmup: o.warmup}
+	sent, err := runStampedProducers(ctx, producers, o.rate, acknowledged, phaseBound{records: o.records, duration: o.duration})
+	report.Sent, report.Acknowledged = sent, summarizeLatency(acknowledged.take())
 	if err == nil {
 		err = consumers.await(ctx, sent, o.timeout)
 	}
@@ -180,9 +185,10 @@ func (o benchEndToEndOptions) runEndToEnd(ctx context.Context, producers benchPr
 // value stamped with its send time in nanoseconds since base, through the
 // warmup and then until its share of the bound; the bound counts records
 // sent after the warmup. It answers how many of those were acknowledged.
-func runStampedProducers(ctx context.Context, producers benchProducers, rate int, base time.Time, warmup time.Duration, bound phaseBound) (int64, error) {
+func runStampedProducers(ctx context.Context, producers benchProducers, rate int, stamped *stampedAcknowledgements, bound phaseBound) (int64, error) {
 	sending := context.WithoutCancel(ctx) // as in runThroughput
-	var acknowledged acknowledgements
+	base, warmup := stamped.base, stamped.warmup
+	acknowledged := &stamped.acknowledgements
 	var running sync.WaitGroup
 	for i, producer := range producers {
 		share := bound.share(i, len(producers))
@@ -207,7 +213,7 @@ func runStampedProducers(ctx context.Context, producers benchProducers, rate int
 				if stamp >= warmup {
 					counted++
 				}
-				producer.client.Produce(sending, record, acknowledged.done)
+				producer.client.Produce(sending, record, stamped.done)
 			}
 		})
 	}
@@ -243,7 +249,43 @@ func (r endToEndReport) print(out io.Writer, asJSON bool) error {
 	fmt.Fprintf(out, "sent and acknowledged %d, received %d in %.2fs: %.0f records/s\n\n", r.Sent, r.Received, r.ElapsedSeconds, r.RecordsPerSecond)
 	table := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	l := r.Latency
-	fmt.Fprintln(table, "end to end\tcount\tp50 ms\tp90 ms\tp99 ms\tp99.9 ms\tmax ms\tmean ms")
-	fmt.Fprintf(table, "\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\n", l.Count, l.P50Ms, l.P90Ms, l.P99Ms, l.P999Ms, l.MaxMs, l.MeanMs)
+	fmt.Fprintln(table, "latency\tcount\tp50 ms\tp90 ms\tp99 ms\tp99.9 ms\tmax ms\tmean ms")
+	fmt.Fprintf(table, "end to end\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\n", l.Count, l.P50Ms, l.P90Ms, l.P99Ms, l.P999Ms, l.MaxMs, l.MeanMs)
+	a := r.Acknowledged
+	fmt.Fprintf(table, "acknowledged\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\n", a.Count, a.P50Ms, a.P90Ms, a.P99Ms, a.P999Ms, a.MaxMs, a.MeanMs)
 	return table.Flush()
+}
+
+// stampedAcknowledgements counts the e2e producers' answers and keeps the
+// send to acknowledgement latency of each record stamped after the warmup
+// (up to maxLatencySamples): the produce side of the e2e latency.
+type stampedAcknowledgements struct {
+	acknowledgements
+	base    time.Time
+	warmup  time.Duration
+	samples []time.Duration // guarded by acknowledgements.mutex
+}
+
+func (s *stampedAcknowledgements) done(record *kgo.Record, err error) {
+	s.acknowledgements.done(record, err)
+	if err != nil || len(record.Value) < benchTimestampBytes {
+		return
+	}
+	now := time.Since(s.base)
+	stamp := time.Duration(binary.LittleEndian.Uint64(record.Value))
+	if stamp < s.warmup {
+		return
+	}
+	s.mutex.Lock()
+	defer s.mutex.Unlock()
+	if len(s.samples) < maxLatencySamples {
+		s.samples = append(s.samples, now-stamp)
+	}
+}
+
+// take answers the samples; called once every record is answered.
+func (s *stampedAcknowledgements) take() []time.Duration {
+	s.mutex.Lock()
+	defer s.mutex.Unlock()
+	return s.samples
 }

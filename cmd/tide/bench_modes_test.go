@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +53,21 @@ func TestBenchProduceProducers(t *testing.T) {
 	}
 }
 
+// --cpuprofile writes a profile pprof reads: a gzipped protocol buffer,
+// not empty.
+func TestBenchCPUProfile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("serves a node; skipped with -short")
+	}
+	kafka := serveNode(t)
+	path := filepath.Join(t.TempDir(), "cpu.prof")
+	runBench(t, "--records", "50", "--duration", "0", "--warmup", "0", "--size", "64", "--mode", "throughput", "--cpuprofile", path, "--bootstrap="+kafka)
+	profile, err := os.ReadFile(path)
+	if err != nil || len(profile) < 2 || profile[0] != 0x1f || profile[1] != 0x8b {
+		t.Fatalf("--cpuprofile %s: %d bytes, %v", path, len(profile), err)
+	}
+}
+
 // tide bench e2e receives every record it sent; the latency counts those
 // sent after the warmup, which --records bounds, and nothing else.
 func TestBenchEndToEnd(t *testing.T) {
@@ -72,13 +89,16 @@ func TestBenchEndToEnd(t *testing.T) {
 		if args[1] == "100" {
 			want = 100
 		}
-		l := report.Latency
+		l, a := report.Latency, report.Acknowledged
+		if a.Count != want || a.P50Ms <= 0 || a.P50Ms > a.MaxMs {
+			t.Fatalf("bench e2e %v: acknowledged latency: %s", args, out)
+		}
 		if report.Received != report.Sent || report.Sent < int64(want) || l.Count != want || report.Interrupted ||
 			l.P50Ms <= 0 || l.P50Ms > l.P90Ms || l.P90Ms > l.P99Ms || l.P99Ms > l.P999Ms || l.P999Ms > l.MaxMs {
 			t.Fatalf("bench e2e %v: %s", args, out)
 		}
 	}
-	table := mustRun(t, "", "end to end  count", "bench", "e2e", "--records", "20", "--duration", "0", "--warmup", "0", "--bootstrap="+kafka)
+	table := mustRun(t, "", "acknowledged  20", "bench", "e2e", "--records", "20", "--duration", "0", "--warmup", "0", "--bootstrap="+kafka)
 	if !strings.Contains(table, "sent and acknowledged 20, received 20") {
 		t.Fatalf("bench e2e's table:\n%s", table)
 	}

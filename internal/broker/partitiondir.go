@@ -320,6 +320,10 @@ func (n *Node) adoptTopicID(name string, id metadata.TopicID) {
 	}
 }
 
+// CaughtUp reports whether MarkCaughtUp was called: the node's image is
+// the cluster's, not a stale or empty one of a broker still starting.
+func (n *Node) CaughtUp() bool { return n.caughtUp }
+
 // MarkCaughtUp tells the node it has applied the whole metadata log as the
 // controller had it (the Lifecycle calls it after an answer that carried
 // less than it could). The first time, the image is the cluster's: the

@@ -84,7 +84,7 @@ func (n *Node) applyLog(p *partition, ready replica.Ready) error {
 		case replica.AssignEpoch:
 			err = p.log.AssignEpochStartOffset(op.Epoch)
 		case replica.Append:
-			_, err = p.log.Append(op.Batches)
+			_, err = p.log.AppendValidated(op.Batches, op.Headers)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)

@@ -56,8 +56,11 @@ const maxInFlightPerPartition = 100
 func startProducer(ctx context.Context, config Config, seeds []string, name string, r *recorder) (*producer, error) {
 	options := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(config.Topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(250 * time.Millisecond), kgo.ProducerLinger(0),
-		// A node restarted after kill -9 answers UNKNOWN_TOPIC_OR_PARTITION
-		// for a while; franz-go's default gives a record up after four.
+		// A restarted node no longer answers from an empty image (it serves
+		// no client until caught up with the metadata log), but a broker
+		// may still miss a topic for a moment (one created through another
+		// broker): franz-go's default gives a record up after four
+		// UNKNOWN_TOPIC_OR_PARTITION answers, and this workload never may.
 		kgo.UnknownTopicRetries(-1)}
 	if config.Acks == "1" {
 		options = append(options, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())

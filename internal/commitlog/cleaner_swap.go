@@ -58,11 +58,12 @@ func (l *Log) swapSegmentLocked(i int, w *segmentWriter) error {
 	// The time index stays the original's: cleaning only removes records,
 	// so an entry's "nothing up to this offset is newer" still holds, and
 	// retention by the original's newest timestamp can only come later.
-	fresh.timeIndex.entries = s.timeIndex.entries
+	fresh.timeIndex.adopt(&s.timeIndex.entryFile)
 	fresh.firstTimestampMs, fresh.maxTimestampMs, fresh.offsetOfMaxTimestamp = s.firstTimestampMs, s.maxTimestampMs, s.offsetOfMaxTimestamp
 	if fresh.size != w.size {
 		panic(fmt.Sprintf("commitlog: cleaned segment %s is %d bytes, %d were written", segmentName, fresh.size, w.size))
 	}
+	fresh.spillIndexes() // a cleaned segment is never the active one
 	l.segments[i] = fresh
 	return nil
 }

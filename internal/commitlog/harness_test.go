@@ -40,6 +40,44 @@ func appendAsLeader(l *Log, batches []byte, epoch record.LeaderEpoch) (AppendRes
 	return l.Append(batches)
 }
 
+// appendValidatedAsLeader is appendAsLeader through AppendValidated: the
+// headers are read back after stamping, as the replica updates its own.
+func appendValidatedAsLeader(l *Log, batches []byte, epoch record.LeaderEpoch) (AppendResult, error) {
+	headers, err := stampAsLeader(l, batches, epoch)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	return l.AppendValidated(batches, headers)
+}
+
+// appendStampedAsLeader stamps as appendValidatedAsLeader does and appends
+// through Append: the two differ in the log's check alone.
+func appendStampedAsLeader(l *Log, batches []byte, epoch record.LeaderEpoch) (AppendResult, error) {
+	if _, err := stampAsLeader(l, batches, epoch); err != nil {
+		return AppendResult{}, err
+	}
+	return l.Append(batches)
+}
+
+// stampAsLeader writes offsets from the log end and epoch into batches'
+// headers, reading only the headers, and returns them.
+func stampAsLeader(l *Log, batches []byte, epoch record.LeaderEpoch) ([]record.Header, error) {
+	next := l.LogEndOffset()
+	var headers []record.Header
+	for position := 0; position < len(batches); {
+		batch := batches[position:]
+		record.SetBaseOffset(batch, next)
+		record.SetPartitionLeaderEpoch(batch, epoch)
+		header, err := record.ParseHeader(batch)
+		if err != nil {
+			return nil, err
+		}
+		headers = append(headers, header)
+		next, position = header.NextOffset(), position+header.Size()
+	}
+	return headers, nil
+}
+
 // followerBatches builds batches as a leader would have stamped them: dense
 // offsets from base, in epoch.
 func followerBatches(base record.Offset, epoch record.LeaderEpoch, count, recordsPerBatch, valueBytes int, timestampMs int64) []byte {
@@ -86,7 +124,7 @@ func describeLog(l *Log) string {
 	fmt.Fprintln(&b)
 	for _, s := range l.segments {
 		fmt.Fprintf(&b, "segment %s [%d, %d) bytes=%d index-entries=%d\n",
-			segmentFileName(s.baseOffset), s.baseOffset, s.nextOffset, s.size, len(s.index.entries))
+			segmentFileName(s.baseOffset), s.baseOffset, s.nextOffset, s.size, s.index.length())
 	}
 	return b.String()
 }

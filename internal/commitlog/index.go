@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/record"
 )
 
@@ -21,7 +22,8 @@ type indexEntry struct {
 }
 
 // offsetIndex is a segment's sparse offset index: one entry every
-// IndexIntervalBytes of segment data, kept in memory and appended to a file.
+// IndexIntervalBytes of segment data, appended to a file and, for the
+// active segment, kept in memory (entryFile).
 // It is derived data: recovery rebuilds it from the segment whenever it
 // disagrees with the segment, so it is synced only at roll and close.
 //
@@ -33,17 +35,30 @@ type offsetIndex struct {
 // lookup returns the position of the last indexed batch whose base offset is
 // at or below relative, or 0.
 func (x *offsetIndex) lookup(relative uint32) int64 {
-	i := sort.Search(len(x.entries), func(i int) bool { return x.entries[i].relativeOffset > relative })
-	if i == 0 {
+	i, ok := x.search(func(entry indexEntry) bool { return entry.relativeOffset > relative })
+	if !ok || i == 0 {
 		return 0
 	}
-	return int64(x.entries[i-1].position)
+	entry, ok := x.at(i - 1)
+	if !ok {
+		return 0
+	}
+	return int64(entry.position)
+}
+
+// decodeIndexEntry reads an entry as the file holds it.
+func decodeIndexEntry(b []byte) indexEntry {
+	return indexEntry{relativeOffset: binary.BigEndian.Uint32(b[0:4]), position: binary.BigEndian.Uint32(b[4:8])}
+}
+
+// newOffsetIndex is the offset index kept in file.
+func newOffsetIndex(file disk.File) offsetIndex {
+	return offsetIndex{newEntryFile(file, indexEntryBytes, decodeIndexEntry)}
 }
 
 // append adds an entry; it must come after every existing entry.
 func (x *offsetIndex) append(entry indexEntry) error {
-	if n := len(x.entries); n > 0 {
-		last := x.entries[n-1]
+	if last, ok := x.last(); ok {
 		if entry.relativeOffset <= last.relativeOffset || entry.position <= last.position {
 			panic(fmt.Sprintf("commitlog: index entry %+v after %+v", entry, last))
 		}
@@ -57,8 +72,11 @@ func (x *offsetIndex) append(entry indexEntry) error {
 // truncateToPosition drops the entries at or after position, the start of
 // the first batch a segment truncation removes.
 func (x *offsetIndex) truncateToPosition(position int64) error {
+	if err := x.unspill(); err != nil {
+		return err
+	}
 	n := sort.Search(len(x.entries), func(i int) bool { return int64(x.entries[i].position) >= position })
-	return x.keep(n, indexEntryBytes)
+	return x.keep(n)
 }
 
 // errIndexInconsistent marks an index file that recovery must rebuild.
@@ -69,15 +87,12 @@ var errIndexInconsistent = errors.New("index inconsistent with its segment")
 // batch header with that base offset. Any disagreement returns an error
 // wrapping errIndexInconsistent, and the caller rebuilds.
 func (x *offsetIndex) load(segment *segment) error {
-	data, err := x.readWhole(indexEntryBytes)
+	data, err := x.readWhole()
 	if err != nil {
 		return err
 	}
 	for i := 0; i < len(data); i += indexEntryBytes {
-		entry := indexEntry{
-			relativeOffset: binary.BigEndian.Uint32(data[i : i+4]),
-			position:       binary.BigEndian.Uint32(data[i+4 : i+8]),
-		}
+		entry := decodeIndexEntry(data[i : i+indexEntryBytes])
 		if err := x.checkEntry(segment, entry); err != nil {
 			return err
 		}

@@ -55,6 +55,9 @@ func Open(cfg Config) (*Log, error) {
 		}
 		return nil, err
 	}
+	for i := 0; i < len(l.segments)-1; i++ {
+		l.segments[i].spillIndexes() // checked; only the active one's stay in memory
+	}
 	return l, nil
 }
 

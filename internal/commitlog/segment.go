@@ -87,7 +87,7 @@ func createSegment(fs disk.FS, dir string, base record.Offset, nowMs int64) (*se
 	}
 	return &segment{
 		baseOffset: base, nextOffset: base, file: file,
-		index: offsetIndex{entryFile[indexEntry]{file: indexFile}}, timeIndex: timeIndex{entryFile[timeIndexEntry]{file: timeIndexFile}}, createdAtMs: nowMs,
+		index: newOffsetIndex(indexFile), timeIndex: newTimeIndex(timeIndexFile), createdAtMs: nowMs,
 		firstTimestampMs: -1, maxTimestampMs: -1, offsetOfMaxTimestamp: -1,
 	}, nil
 }
@@ -127,7 +127,7 @@ func openSegment(fs disk.FS, dir string, base record.Offset, nowMs int64) (*segm
 	}
 	return &segment{
 		baseOffset: base, nextOffset: base, size: size, file: file,
-		index: offsetIndex{entryFile[indexEntry]{file: indexFile}}, timeIndex: timeIndex{entryFile[timeIndexEntry]{file: timeIndexFile}}, createdAtMs: nowMs,
+		index: newOffsetIndex(indexFile), timeIndex: newTimeIndex(timeIndexFile), createdAtMs: nowMs,
 		firstTimestampMs: -1, maxTimestampMs: -1, offsetOfMaxTimestamp: -1,
 	}, nil
 }
@@ -248,6 +248,13 @@ func (s *segment) maybeIndex(header record.Header, position, indexInterval int64
 	// Beside each offset index entry, the largest timestamp so far (KIP-33,
 	// Kafka's LogSegment.append).
 	return s.indexFinalTimestamp()
+}
+
+// spillIndexes drops the indexes' entries from memory once the segment is
+// no longer the active one (entryFile).
+func (s *segment) spillIndexes() {
+	s.index.spill()
+	s.timeIndex.spill()
 }
 
 // batchPosition is where a batch sits in a segment.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/record"
 )
 
@@ -43,19 +44,25 @@ type timeIndex struct {
 // the last entry at or below the target; taking it strictly below never
 // skips a record whose timestamp equals the target.)
 func (x *timeIndex) lookup(timestampMs int64) uint32 {
-	i := sort.Search(len(x.entries), func(i int) bool { return x.entries[i].timestampMs >= timestampMs })
-	if i == 0 {
+	i, ok := x.search(func(entry timeIndexEntry) bool { return entry.timestampMs >= timestampMs })
+	if !ok || i == 0 {
 		return 0
 	}
-	return x.entries[i-1].relativeOffset
+	entry, ok := x.at(i - 1)
+	if !ok {
+		return 0
+	}
+	return entry.relativeOffset
 }
 
-// last returns the newest entry, if any.
-func (x *timeIndex) last() (timeIndexEntry, bool) {
-	if len(x.entries) == 0 {
-		return timeIndexEntry{}, false
-	}
-	return x.entries[len(x.entries)-1], true
+// decodeTimeIndexEntry reads an entry as the file holds it.
+func decodeTimeIndexEntry(b []byte) timeIndexEntry {
+	return timeIndexEntry{timestampMs: int64(binary.BigEndian.Uint64(b[0:8])), relativeOffset: binary.BigEndian.Uint32(b[8:12])}
+}
+
+// newTimeIndex is the time index kept in file.
+func newTimeIndex(file disk.File) timeIndex {
+	return timeIndex{newEntryFile(file, timeIndexEntryBytes, decodeTimeIndexEntry)}
 }
 
 // maybeAppend adds an entry when its timestamp is above the last one's;
@@ -79,8 +86,11 @@ func (x *timeIndex) maybeAppend(entry timeIndexEntry) error {
 // truncateToOffset drops the entries naming a relative offset at or above
 // relative, the first offset a segment truncation removes.
 func (x *timeIndex) truncateToOffset(relative uint32) error {
+	if err := x.unspill(); err != nil {
+		return err
+	}
 	n := sort.Search(len(x.entries), func(i int) bool { return x.entries[i].relativeOffset >= relative })
-	return x.keep(n, timeIndexEntryBytes)
+	return x.keep(n)
 }
 
 // load reads the index file of a trusted segment (whose next offset is
@@ -94,7 +104,7 @@ func (x *timeIndex) truncateToOffset(relative uint32) error {
 // indexes, or lost), returns an error wrapping errIndexInconsistent, and
 // the caller rebuilds.
 func (x *timeIndex) load(segment *segment) error {
-	data, err := x.readWhole(timeIndexEntryBytes)
+	data, err := x.readWhole()
 	if err != nil {
 		return err
 	}
@@ -103,10 +113,7 @@ func (x *timeIndex) load(segment *segment) error {
 	}
 	span := segment.nextOffset - segment.baseOffset
 	for i := 0; i < len(data); i += timeIndexEntryBytes {
-		entry := timeIndexEntry{
-			timestampMs:    int64(binary.BigEndian.Uint64(data[i : i+8])),
-			relativeOffset: binary.BigEndian.Uint32(data[i+8 : i+12]),
-		}
+		entry := decodeTimeIndexEntry(data[i : i+timeIndexEntryBytes])
 		last, ok := x.last()
 		if ok && (entry.timestampMs <= last.timestampMs || entry.relativeOffset < last.relativeOffset) {
 			return fmt.Errorf("%w: time index entry %+v after %+v", errIndexInconsistent, entry, last)

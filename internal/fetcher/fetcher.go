@@ -422,7 +422,10 @@ func (f *Fetcher) ErrorCounts() map[string]int64 { return maps.Clone(f.errors) }
 var errMalformed = errors.New("fetcher: malformed response")
 
 // Received handles one response from a source (its bytes after the size
-// prefix), read off connection conn.
+// prefix), read off connection conn. The Deliveries returned refer to
+// payload (their records are slices of it), and the caller hands them to
+// the replicas before it reuses payload; nothing Received keeps past the
+// call refers to it.
 func (f *Fetcher) Received(id metadata.BrokerID, conn ConnID, payload []byte) []Delivery {
 	s, ok := f.sources[id]
 	if !ok || s.conn != conn || conn == 0 {

@@ -183,6 +183,10 @@ func (f *Fetcher) fetchResponse(s *source, sent *sentRequest, body []byte) ([]De
 			answered[tp] = true
 			answer := fetchAnswer(asked, response.ErrorCode, partition)
 			if answer.ErrorCode == kerr.OffsetOutOfRange.Code {
+				// Held past this response, so without its bytes: the
+				// runtime reuses them (Received). An error carries no
+				// records to apply anyway.
+				answer.Records = nil
 				outOfRange[tp] = answer
 				continue
 			}

@@ -6,6 +6,7 @@ import (
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
+	"github.com/tidelog/tide/internal/rules"
 	"github.com/tidelog/tide/internal/wire"
 )
 
@@ -69,5 +70,46 @@ func TestFollowerFetchCompletesOnHighWatermark(t *testing.T) {
 	}
 	if b.followerBehind(fetch(replica.ConsumerReplicaID, 6)) {
 		t.Fatal("a consumer's fetch completes on the high watermark alone")
+	}
+}
+
+// A parked consumer fetch is answered in the very pass in which its
+// partition's high watermark passes its fetch offset: not at the next
+// tick, not at MaxWait. A record appended but not yet synced (above the
+// high watermark with flush=always) wakes the fetch for a read that finds
+// nothing to serve, and it parks again; the sync that moves the high
+// watermark answers it with the record. Every millisecond a parked fetch
+// waits here is added to a consumer's end-to-end latency
+// (tide bench e2e).
+func TestParkedFetchAnswersWhenHighWatermarkPasses(t *testing.T) {
+	w := newGroupHostWorld(t, rules.Rules{})
+	partition := w.serving("app")
+	tp := offsetsPartition(partition)
+	r, _, _ := w.fe.Node().Replica(tp)
+	offset := r.HighWatermark()
+	var answered []replica.FetchResponse
+	(*backend)(w.fe).Fetch(wire.FetchRequest{ReplicaID: replica.ConsumerReplicaID, ReplicaEpoch: metadata.NoBrokerEpoch,
+		MaxWaitTicks: 1000, MinBytes: 1, MaxBytes: 1 << 20,
+		Partitions: []wire.FetchPartition{{TopicPartition: tp, FetchRequest: replica.FetchRequest{ReplicaID: replica.ConsumerReplicaID,
+			ReplicaEpoch: metadata.NoBrokerEpoch, CurrentLeaderEpoch: -1, FetchOffset: offset, LastFetchedEpoch: -1, LogStartOffset: -1,
+			MaxBytes: 1 << 20}}}},
+		func(answers []replica.FetchResponse) { answered = answers })
+	w.fe.Flush()
+	if answered != nil {
+		t.Fatalf("a fetch at the high watermark %d answered at once: %+v", offset, answered)
+	}
+	w.sync = false
+	w.appendUncommitted(partition, simpleCommit("app", 7))
+	w.fe.Flush()
+	if answered != nil {
+		t.Fatalf("a fetch answered before the high watermark moved: %+v", answered)
+	}
+	w.fe.Node().SyncDirty() // no tick: the same pass
+	w.fe.Flush()
+	if answered == nil {
+		t.Fatalf("the high watermark moved to %d past the fetch offset %d and the parked fetch still waits", r.HighWatermark(), offset)
+	}
+	if answered[0].ErrorCode != 0 || len(answered[0].Records) == 0 || answered[0].HighWatermark <= offset {
+		t.Fatalf("woken fetch answered %+v", answered[0])
 	}
 }

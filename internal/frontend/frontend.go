@@ -215,6 +215,11 @@ func (fe *FrontEnd) HandleKafka(request []byte, done func(wire.Response, error))
 // HandleKafkaFrom is HandleKafka for a request from clientHost, the
 // client's address as Kafka shows it ("/127.0.0.1"), which the group
 // coordinators keep with a member (DescribeGroups).
+//
+// A Produce request's bytes are appended to the partitions' logs, or
+// refused, within the call, and nothing refers to them after it: the
+// runtime reuses them. The bytes of other requests may be kept (a group
+// keeps the protocol metadata of a JoinGroup, a slice of its request).
 func (fe *FrontEnd) HandleKafkaFrom(clientHost string, request []byte, done func(wire.Response, error)) {
 	fe.handler.HandleSplicedFrom(clientHost, request, done)
 }

@@ -121,6 +121,34 @@ func ValidateAll(b []byte, limits Limits) ([]Header, error) {
 	return headers, iterator.Err()
 }
 
+// MatchHeaders checks that b is exactly the batches headers describe, in
+// order: each header, read from b where the one before it ends, equals the
+// one given, and the last ends where b does. It reads headers only, not the
+// records or their CRC: it is the check a layer makes on batches that the
+// layer above validated in full (ValidateAll, at the gateway) and handed
+// down with their headers, so that a mix-up between the two (a header of
+// another buffer, bytes changed after the validation without the header)
+// is caught at a cost per batch rather than per byte. An error is an
+// *Error, ErrKindCorrupt.
+func MatchHeaders(b []byte, headers []Header) error {
+	position := 0
+	for i, want := range headers {
+		got, err := ParseHeader(b[position:])
+		if err != nil {
+			return err.(*Error).withBase(position)
+		}
+		if got != want || got.Size() > len(b)-position {
+			return newError(ErrKindCorrupt, position, position,
+				fmt.Sprintf("batch %d: header %+v in the bytes, %+v handed down", i, got, want))
+		}
+		position += got.Size()
+	}
+	if position != len(b) {
+		return newError(ErrKindCorrupt, position, position, fmt.Sprintf("%d bytes after the %d batches handed down", len(b)-position, len(headers)))
+	}
+	return nil
+}
+
 // validateBatch checks the batch at the start of b, which may continue past
 // it. Positions in the error are relative to b. The caller has checked
 // limits.

@@ -301,3 +301,41 @@ func TestParseHeader(t *testing.T) {
 		t.Fatalf("ParseHeader of a bare header = %+v, %v", header, err)
 	}
 }
+
+// MatchHeaders takes batches with their own headers, and refuses a header
+// that is not the bytes' (a field changed on either side), a batch
+// missing or left over, and bytes that do not frame.
+func TestMatchHeaders(t *testing.T) {
+	one := Build(BuildOptions{BaseOffset: 0, Records: []Record{{Value: []byte("a")}, {Value: []byte("b")}}})
+	two := Build(BuildOptions{BaseOffset: 2, Records: []Record{{Value: []byte("c")}}})
+	batches := append(append([]byte(nil), one...), two...)
+	headers, err := ValidateAll(batches, DefaultLimits())
+	if err != nil || len(headers) != 2 {
+		t.Fatalf("ValidateAll: %v, %d headers", err, len(headers))
+	}
+	if err := MatchHeaders(batches, headers); err != nil {
+		t.Fatalf("the batches' own headers: %v", err)
+	}
+	if err := MatchHeaders(nil, nil); err != nil {
+		t.Fatalf("no batches: %v", err)
+	}
+	changedHeader := append([]Header(nil), headers...)
+	changedHeader[1].BaseOffset = 3
+	changedBytes := append([]byte(nil), batches...)
+	SetPartitionLeaderEpoch(changedBytes[len(one):], 7)
+	for name, test := range map[string]struct {
+		batches []byte
+		headers []Header
+	}{
+		"a header field changed":     {batches, changedHeader},
+		"the bytes changed":          {changedBytes, headers},
+		"a batch left over":          {batches, headers[:1]},
+		"a header without its batch": {one, headers},
+		"bytes that do not frame":    {batches[:len(batches)-1], headers},
+	} {
+		err := MatchHeaders(test.batches, test.headers)
+		if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTruncated) {
+			t.Errorf("%s: %v, want a corrupt or truncated batch", name, err)
+		}
+	}
+}

@@ -280,6 +280,7 @@ func (r *Replica) stampBatches(batches []byte, headers []record.Header, appendTi
 			record.SetLogAppendTime(batch, appendTimeMs)
 			headers[i].MaxTimestampMs = appendTimeMs
 			headers[i].Attributes = int16(binary.BigEndian.Uint16(batch[record.AttributesPosition:]))
+			headers[i].CRC = binary.BigEndian.Uint32(batch[record.CRCPosition:])
 		}
 		record.SetBaseOffset(batch, next)
 		record.SetPartitionLeaderEpoch(batch, r.state.LeaderEpoch)

@@ -34,6 +34,12 @@ type LogOp struct {
 	Offset  record.Offset
 	Epoch   record.LeaderEpoch
 	Batches []byte
+	// Headers are an Append's batches' headers as the replica validated
+	// them in full at its gateway (record.ValidateAll of a producer's
+	// request or a fetch response) and then stamped: the log takes them
+	// with commitlog.AppendValidated, which checks they are the bytes' own
+	// and does not read every byte a second time.
+	Headers []record.Header
 }
 
 func (op LogOp) String() string {

@@ -421,7 +421,7 @@ func (r *Replica) appendBatches(batches []byte, headers []record.Header) {
 		r.log.end = header.NextOffset()
 		r.producerState().Update(header)
 	}
-	r.ready.Log = append(r.ready.Log, LogOp{Kind: Append, Batches: batches})
+	r.ready.Log = append(r.ready.Log, LogOp{Kind: Append, Batches: batches, Headers: headers})
 	if r.config.FlushAlways {
 		r.ready.Sync = true
 	} else {

@@ -60,6 +60,18 @@ func (s *Server) acceptKafka(ctx context.Context) {
 
 // admit registers a new connection, or says why it may not have one
 // (nil and "" when the listener is closed).
+//
+// A broker that has not caught up with the metadata log serves no client:
+// its image is empty or stale (a broker restarted after kill -9 starts
+// from nothing and must register and fetch the log first), and it would
+// answer UNKNOWN_TOPIC_OR_PARTITION for topics that exist, which a client
+// may give a record up on, or serve Metadata without them. Kafka opens its
+// client listeners only once the broker has caught up (BrokerServer's
+// startup waits for the lifecycle manager's initial catch-up before it
+// enables request processing). Its connections wait in the kernel's
+// backlog meanwhile; tide closes them at once instead, as it does over
+// max.connections, so that a client fails over to another broker in a
+// round trip rather than after its request timeout.
 func (k *kafkaListener) admit(c net.Conn) (*kafkaConn, string) {
 	address := remoteAddr(c)
 	k.mu.Lock()
@@ -67,6 +79,8 @@ func (k *kafkaListener) admit(c net.Conn) (*kafkaConn, string) {
 	switch {
 	case k.closed:
 		return nil, ""
+	case !k.caughtUp.Load():
+		return nil, "not caught up with the metadata log yet"
 	case len(k.conns) >= k.maxConnections:
 		return nil, "max.connections reached"
 	case k.overLimitPerIP(address):

@@ -60,8 +60,9 @@ func (cn *clientConn) writeLoop() {
 	}
 }
 
-// readResponse reads one size-prefixed response.
-func (cn *clientConn) readResponse() ([]byte, error) {
+// readResponse reads one size-prefixed response into a buffer from
+// buffers.
+func (cn *clientConn) readResponse(buffers *bufferPool) ([]byte, error) {
 	var prefix [4]byte
 	if _, err := io.ReadFull(cn.c, prefix[:]); err != nil {
 		return nil, err
@@ -70,8 +71,9 @@ func (cn *clientConn) readResponse() ([]byte, error) {
 	if size < 4 || size > maxReplicaResponseBytes {
 		return nil, fmt.Errorf("response of %d bytes", size)
 	}
-	payload := make([]byte, size)
+	payload := buffers.get(int(size))
 	if _, err := io.ReadFull(cn.c, payload); err != nil {
+		buffers.put(payload)
 		return nil, err
 	}
 	return payload, nil

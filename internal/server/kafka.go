@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tidelog/tide/internal/wire"
 )
@@ -41,6 +42,10 @@ type kafkaListener struct {
 	// closed is set once the node stopped: a connection accepted after
 	// closeKafka went through conns is closed at once.
 	closed bool
+	// caughtUp is set, once, by the node loop when its broker has applied
+	// the metadata log as the controller has it (broker.Node.CaughtUp).
+	// Until then every connection is closed as it is accepted; see admit.
+	caughtUp atomic.Bool
 }
 
 func (s *Server) openKafka() error {
@@ -69,8 +74,9 @@ func (s *Server) newKafkaListener(listener net.Listener, advertised string, wire
 	shared := &kafkaShared{
 		limits: kafkaLimits{MaxRequestBytes: c.KafkaMaxRequestBytes, MaxInFlight: c.KafkaMaxInFlight,
 			IdleTimeout: c.KafkaIdleTimeout, BodyTimeout: c.KafkaRequestBodyTimeout},
-		queue:  newRequestQueue(c.KafkaQueuedMaxRequestBytes, c.KafkaQueuedMaxRequests),
-		handle: s.postKafka, log: s.log,
+		queue:   newRequestQueue(c.KafkaQueuedMaxRequestBytes, c.KafkaQueuedMaxRequests),
+		buffers: &bufferPool{},
+		handle:  s.postKafka, log: s.log,
 		refused: newSampledLog(s.log, slog.LevelWarn, "kafka request refused, closing the connection"),
 	}
 	return &kafkaListener{listener: listener, advertised: advertised, wire: wireConfig, shared: shared,
@@ -103,6 +109,14 @@ func (s *Server) postKafka(clientHost string, request []byte, answer func(wire.R
 func (s *Server) handleKafka(e event) {
 	s.frontend.HandleKafkaFrom(e.clientHost, e.payload, e.answer)
 	s.kafka.shared.queue.release(int64(len(e.payload)))
+	if isProduce(e.payload) {
+		// A Produce request's bytes are appended to the log, or refused,
+		// within the call (frontend.FrontEnd.HandleKafkaFrom): nothing
+		// refers to them after it. Other requests' bytes may be kept
+		// (a JoinGroup's protocol metadata aliases its request), and are
+		// left to the collector.
+		s.kafka.shared.buffers.put(e.payload)
+	}
 }
 
 // closeKafka stops the listener and closes every connection.

@@ -46,8 +46,10 @@ const requestBodyPieceBytes = 1 << 20
 type kafkaShared struct {
 	limits kafkaLimits
 	queue  *requestQueue
-	handle kafkaHandle
-	log    *slog.Logger
+	// buffers recycles the bodies of Produce requests (bufferPool).
+	buffers *bufferPool
+	handle  kafkaHandle
+	log     *slog.Logger
 	// refused logs requests refused for what the client sent (too large,
 	// undecodable), sampled: a hostile client can send thousands a second.
 	refused *sampledLog
@@ -191,7 +193,7 @@ func (k *kafkaConn) readRequest() ([]byte, error) {
 // BodyTimeout (the deadline is set anew for each: the wait for room before
 // may have outlasted any earlier one).
 func (k *kafkaConn) readBody(size int) ([]byte, error) {
-	body := make([]byte, min(size, requestReadAheadBytes))
+	body := k.shared.buffers.get(min(size, requestReadAheadBytes))
 	for read := 0; read < size; {
 		if read == len(body) {
 			// Exactly the size, not append's: its spare capacity (a

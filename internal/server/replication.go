@@ -99,6 +99,9 @@ func (s *Server) handleFetcherEvent(e event) {
 		s.frontend.FetcherDisconnected(e.source, e.fetcherConn)
 	case eventFetcherResponse:
 		s.frontend.FetcherReceived(e.source, e.fetcherConn, e.payload)
+		// The replicas took what they append within the call, and the
+		// fetcher keeps no record bytes past it (fetcher.Received).
+		s.kafka.shared.buffers.put(e.payload)
 	}
 }
 
@@ -127,7 +130,7 @@ func (d *dialer) dialLoop(ctx context.Context) {
 		stop := context.AfterFunc(ctx, cn.close)
 		d.s.post(event{kind: eventFetcherUp, source: d.source, fetcherConn: id, client: cn})
 		for {
-			payload, err := cn.readResponse()
+			payload, err := cn.readResponse(d.s.kafka.shared.buffers)
 			if err != nil {
 				break
 			}

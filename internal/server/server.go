@@ -293,6 +293,7 @@ func (s *Server) loop(ctx context.Context) error {
 		if err := s.flush(); err != nil {
 			return err
 		}
+		s.maybeServeClients()
 		if s.lifecycle.ShutDown() {
 			if done == nil {
 				s.log.Info("controlled shutdown complete")
@@ -310,6 +311,18 @@ func (s *Server) loop(ctx context.Context) error {
 			s.log.Warn("no active controller answers; stopping without a controlled shutdown")
 			return nil
 		}
+	}
+}
+
+// maybeServeClients opens the Kafka listener to clients once the broker
+// has caught up with the metadata log (see kafkaListener.admit).
+func (s *Server) maybeServeClients() {
+	if s.kafka.caughtUp.Load() {
+		return
+	}
+	if node := s.lifecycle.Node(); node != nil && node.CaughtUp() {
+		s.kafka.caughtUp.Store(true)
+		s.log.Info("caught up with the metadata log: serving Kafka clients", "metadata-offset", node.MetadataOffset())
 	}
 }
 
