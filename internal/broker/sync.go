@@ -113,6 +113,12 @@ func (n *Node) Synced(job SyncJob, runErr error) {
 		n.fail(tp, err)
 		return
 	}
+	if durable < job.job.EndOffset() {
+		// The job was outdated (a truncation, a deletion of segments, the
+		// cleaner retiring one): what it was for is synced by the next,
+		// which nothing else may ask for.
+		n.unsynced[tp] = true
+	}
 	p.replica.Synced(durable)
 	n.process(tp, p)
 }
