@@ -82,7 +82,7 @@ func (n *Node) TakeSyncs(limit int) []SyncJob {
 		}
 		job, ok := p.log.BeginSync()
 		if !ok {
-			n.syncInline(tp, p) // nothing to sync, or a failed log to report
+			n.reportDurable(tp, p)
 			continue
 		}
 		n.syncing[tp] = p.log
@@ -132,9 +132,12 @@ func (n *Node) SyncDirty() {
 	}
 }
 
-// syncInline makes a partition's log durable on the calling goroutine and
-// tells its replica.
-func (n *Node) syncInline(tp metadata.TopicPartition, p *partition) {
+// reportDurable answers a sync request that needs no job: the log is
+// durable to its end already (a truncation synced it, or a job covered
+// the appends), and the replica is told so; or the log failed, and the
+// partition goes offline. Log.Sync finds nothing to sync here, so no
+// fsync runs on the loop.
+func (n *Node) reportDurable(tp metadata.TopicPartition, p *partition) {
 	if err := p.log.Sync(); err != nil {
 		n.fail(tp, err)
 		return
