@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/record"
 	"github.com/tidelog/tide/internal/replica"
 )
@@ -117,5 +118,42 @@ func TestSyncJobAfterNodeClose(t *testing.T) {
 	leader.Synced(jobs[0], nil) // no panic, no failure
 	if len(leader.Failed()) != 0 {
 		t.Fatalf("failed partitions after a completion on a closed log: %v", leader.Failed())
+	}
+}
+
+// A topic deleted with a sync job out: the job syncs nothing (the log was
+// closed, its directory set aside), its completion is dropped, and a
+// topic of the same name created meanwhile gets jobs of its own.
+func TestSyncJobOfADeletedTopic(t *testing.T) {
+	leader := newTestNode(t, 1)
+	entries := metadataFor(1)
+	if err := leader.ApplyMetadata(entries); err != nil {
+		t.Fatal(err)
+	}
+	pass(leader)
+	produceAcksAll(leader, 9, 42)
+	jobs := leader.TakeSyncs(10)
+	next := int64(len(entries))
+	deletion := metadata.Entry{Offset: next, Record: metadata.DeleteTopic{Name: "orders"}}
+	again := metadataFor(1)[4]
+	again.Offset = next + 1
+	if err := leader.ApplyMetadata([]metadata.Entry{deletion, again}); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs[0].Run(); err == nil {
+		t.Fatal("a job of a deleted topic's log synced")
+	}
+	leader.Synced(jobs[0], nil)
+	if len(leader.Failed()) != 0 {
+		t.Fatalf("failed partitions after the job of a deleted log completed: %v", leader.Failed())
+	}
+	produceAcksAll(leader, 9, 43)
+	fresh := leader.TakeSyncs(10)
+	if len(fresh) != 1 {
+		t.Fatalf("the re-created topic's log got %d jobs, want 1", len(fresh))
+	}
+	leader.Synced(fresh[0], fresh[0].Run())
+	if _, log, _ := leader.Replica(orders); log.DurableEndOffset() != 2 {
+		t.Fatalf("the re-created log is durable to %d, want 2", log.DurableEndOffset())
 	}
 }
