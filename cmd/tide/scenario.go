@@ -26,8 +26,13 @@ switched off, and the failure happens.`,
 		Short: "List the scenarios",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, s := range scenario.List() {
-				fmt.Fprintf(cmd.OutOrStdout(), "%-14s %s\n", s.Name, s.Title)
+			list := scenario.List()
+			width := 0
+			for _, s := range list {
+				width = max(width, len(s.Name))
+			}
+			for _, s := range list {
+				fmt.Fprintf(cmd.OutOrStdout(), "%-*s %s\n", width, s.Name, s.Title)
 			}
 			return nil
 		},

@@ -3,12 +3,12 @@
 // (internal/commitlog) per partition it hosts, routes client requests, peer
 // messages and controller answers to the replicas, and carries out what
 // their Ready says against its logs and its outbox, in one durability
-// schedule (group commit, SyncDirty). Its Lifecycle is the broker's side of
+// schedule (group commit: TakeSyncs and Synced, sync.go). Its Lifecycle is the broker's side of
 // the controller protocol.
 //
 // What it decides: which replica a request or message is for, the order a
-// Ready is carried out in, that a dirty log is synced once per SyncDirty
-// however many appends asked for it, whether a fetch's records are read or
+// Ready is carried out in, that a dirty log gets one sync job however
+// many appends asked for it and at most one job at a time, whether a fetch's records are read or
 // handed out as file chunks (ZeroCopyReads), that a partition whose log
 // failed goes offline, that a topic's config changes reach its open logs
 // and replicas at once (topicconfigs.go: before the partition states of
@@ -23,10 +23,12 @@
 //
 // Who drives it: in tide serve, the front end (internal/frontend) hands a
 // node its client requests and peer messages and drains its Outbox, and
-// the server's node loop calls SyncDirty at the end of each pass; the
-// simulator (internal/sim) drives the node and its Lifecycle directly, with
-// value messages over its simulated network, and calls SyncDirty when its
-// slow disk completes syncs. The node has no branch for either.
+// the server's node loop takes the sync jobs (TakeSyncs) at the end of each
+// pass, runs them on its I/O workers and hands each outcome back (Synced)
+// as an input of a later pass; the simulator (internal/sim) drives the
+// node and its Lifecycle directly, with value messages over its simulated
+// network, and completes each sync job as an event of its slow disk. The
+// node has no branch for either, and never waits for a disk sync itself.
 package broker
 
 import (
@@ -123,9 +125,11 @@ type Node struct {
 	// its answer, under the node's own request id (clients' ids collide).
 	producers     map[producerKey]pendingProducer
 	nextRequestID uint64
-	// unsynced are the partitions whose replicas asked for a sync since the
-	// last SyncDirty: their logs are dirty.
+	// unsynced are the partitions whose replicas asked for a sync that
+	// no job taken since covers (sync.go); syncing are the partitions with
+	// a job out, by the log it syncs: at most one per log.
 	unsynced map[metadata.TopicPartition]bool
+	syncing  map[metadata.TopicPartition]*commitlog.Log
 	// now counts Ticks, for retrying requests to the controller.
 	now         int64
 	producerIDs producerIDs
@@ -174,49 +178,12 @@ func New(config Config, epoch metadata.BrokerEpoch) *Node {
 		failed:          map[metadata.TopicPartition]error{},
 		producers:       map[producerKey]pendingProducer{},
 		unsynced:        map[metadata.TopicPartition]bool{},
+		syncing:         map[metadata.TopicPartition]*commitlog.Log{},
 		producerIDs:     producerIDs{requestedTick: -1},
 		stale:           map[metadata.TopicPartition]metadata.TopicID{},
 		deletedTopicIDs: map[metadata.TopicID]bool{},
 		clockMs:         -1,
 	}
-}
-
-// Dirty says whether a replica asked for a sync that SyncDirty has not
-// done yet.
-func (n *Node) Dirty() bool { return len(n.unsynced) > 0 }
-
-// SyncDirty is the durability step of group commit: it syncs each log a
-// replica asked to sync since the last call, once, however many appends
-// it took, and tells each replica what is now durable, which lets out the
-// acks=all answers and follower fetch offsets that waited for it (rule
-// unsynced-ack; the replica holds them back, not the caller). A runtime
-// calls it once per pass of its loop, after the pass has handed the node
-// every input it had: the server after each batch of events, the simulator
-// whenever its simulated disk completes the syncs asked of it. Both
-// runtimes run this same schedule; only when the disk answers differs.
-func (n *Node) SyncDirty() {
-	list := make([]metadata.TopicPartition, 0, len(n.unsynced))
-	for tp := range n.unsynced {
-		list = append(list, tp)
-	}
-	sortPartitions(list)
-	for _, tp := range list {
-		delete(n.unsynced, tp)
-		if p, ok := n.partitions[tp]; ok {
-			n.sync(tp, p)
-			n.process(tp, p)
-		}
-	}
-}
-
-// sync makes a partition's log durable and tells its replica.
-func (n *Node) sync(tp metadata.TopicPartition, p *partition) bool {
-	if err := p.log.Sync(); err != nil {
-		n.fail(tp, err)
-		return false
-	}
-	p.replica.Synced(p.log.DurableEndOffset())
-	return true
 }
 
 // ID returns the broker's id.

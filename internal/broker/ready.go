@@ -28,7 +28,7 @@ func (n *Node) process(tp metadata.TopicPartition, p *partition) {
 // processFor carries out the replica's Ready, in the order it prescribes,
 // until it has none: log operations, high watermark, then messages,
 // answers and proposals, and marks the log dirty if it asks for a sync
-// (SyncDirty syncs it); after a truncation that asks for it, the producer
+// (TakeSyncs hands out its job); after a truncation that asks for it, the producer
 // state is rebuilt from the log before anything else. A log that fails
 // takes the partition offline: a failed write or sync is never retried
 // (docs/storage.md).
@@ -67,7 +67,7 @@ func (n *Node) processFor(tp metadata.TopicPartition, p *partition, to destinati
 		}
 		n.outbox.Proposals = append(n.outbox.Proposals, ready.Proposals...)
 		if ready.Sync {
-			n.unsynced[tp] = true // synced by the pass's SyncDirty
+			n.unsynced[tp] = true // a job of the pass's TakeSyncs syncs it
 		}
 	}
 }

@@ -235,27 +235,3 @@ func (l *Log) rollLocked() error {
 	l.recoveryPoint = l.durableEndOffset
 	return l.writeOffsetsCheckpointLocked()
 }
-
-// Sync makes everything appended so far durable: it syncs the active
-// segment (the older ones were synced when they rolled) and moves the
-// durable end offset to the log end offset. It holds the lock while the
-// file syncs, so appends, truncations and reads wait for it: the broker
-// syncs from the goroutine that appends, so nothing waits that would not
-// have waited anyway. A failed sync fails the log (see ErrLogFailed).
-func (l *Log) Sync() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.usableLocked(); err != nil {
-		return err
-	}
-	active, end := l.segments[len(l.segments)-1], l.logEndOffsetLocked()
-	if l.durableEndOffset >= end {
-		return nil
-	}
-	if err := active.file.Sync(); err != nil {
-		return l.failLocked(fmt.Errorf("sync %s: %w", segmentFileName(active.baseOffset), err))
-	}
-	l.durableEndOffset = end
-	l.assertInvariantsLocked("sync")
-	return nil
-}

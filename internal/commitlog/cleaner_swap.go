@@ -101,6 +101,9 @@ func (w *segmentWriter) finish(fs disk.FS, indexName string) error {
 // out. A Chunk of them handed out before that pass must be finished with by
 // now: a pass runs at most once per broker cleaner interval.
 func (l *Log) closeRetiredLocked() error {
+	if len(l.cleaner.retired) > 0 {
+		l.invalidateSyncsLocked() // a sync job may name a swapped-out segment
+	}
 	var err error
 	for _, s := range l.cleaner.retired {
 		if closeErr := s.close(); err == nil {

@@ -68,6 +68,37 @@ type crashRun struct {
 	faulty *disk.FaultyFS
 	// trace lists the steps so far, printed when a check fails.
 	trace []string
+	// job is a sync begun and not yet completed (syncStep), ran whether it
+	// has run, with runErr.
+	job    *SyncJob
+	ran    bool
+	runErr error
+}
+
+// syncStep takes the sync pipeline one step: begin a job, run it, or
+// complete it, with any other step (appends, truncations, rolls, crashes)
+// in between.
+func (r *crashRun) syncStep() {
+	switch {
+	case r.job == nil:
+		job, ok := r.log.BeginSync()
+		if ok {
+			r.job, r.ran = &job, false
+		}
+		r.note("begin sync: %t, to %d", ok, job.EndOffset())
+	case !r.ran:
+		r.runErr, r.ran = r.job.Run(), true
+		r.note("run sync to %d: %v", r.job.EndOffset(), r.runErr)
+	default:
+		before := r.log.DurableEndOffset()
+		durable, err := r.log.CompleteSync(*r.job, r.runErr)
+		r.must(err, "complete sync")
+		if durable != before && durable != r.job.EndOffset() {
+			r.fatalf("a sync to %d moved the durable end from %d to %d", r.job.EndOffset(), before, durable)
+		}
+		r.note("complete sync to %d: durable end %d", r.job.EndOffset(), durable)
+		r.job = nil
+	}
 }
 
 func (r *crashRun) note(format string, args ...any) {
@@ -116,6 +147,7 @@ func (r *crashRun) reopen(fs *disk.MemFS) {
 	}
 	l.SetClock(r.now.UnixMilli())
 	r.log = l
+	r.job = nil // a job of the log before the crash or close
 }
 
 func (r *crashRun) must(err error, what string) {
@@ -132,9 +164,11 @@ func (r *crashRun) step() {
 		r.appendLeader()
 	case choice < 50:
 		r.appendFollower()
-	case choice < 60:
+	case choice < 55:
 		r.must(l.Sync(), "sync")
 		r.note("sync")
+	case choice < 60:
+		r.syncStep()
 	case choice < 66:
 		r.truncate()
 	case choice < 74:

@@ -23,8 +23,9 @@ import (
 
 // Log is one partition replica's log. Its methods are safe for concurrent
 // use: appends, truncations, syncs and retention are serialised, and reads
-// run alongside each other. The log syncs only when asked (Sync), when a
-// segment rolls, and at Close; when to sync is the caller's decision (the
+// run alongside each other; a sync job (sync.go) runs alongside all of them
+// but truncations, deletions and Close. The log syncs only when asked
+// (BeginSync, Sync), when a segment rolls, and at Close; when to sync is the caller's decision (the
 // broker's group commit), since only it knows who waits for durability.
 type Log struct {
 	cfg Config
@@ -35,6 +36,14 @@ type Log struct {
 
 	mu     sync.RWMutex
 	closed bool
+	// syncMu is held by a SyncJob while it syncs, and taken (after mu) by
+	// the steps that truncate, delete or close files, to start a new
+	// syncGeneration (invalidateSyncsLocked): no job syncs a file those
+	// steps closed, and none completes with offsets they changed.
+	// syncGeneration is written holding both mu and syncMu, so either
+	// lock reads it.
+	syncMu         sync.Mutex
+	syncGeneration uint64
 	// failure is set once a write or sync failed; every later operation
 	// returns it (see ErrLogFailed).
 	failure error
@@ -264,6 +273,7 @@ func (l *Log) Close() error {
 	if l.closed {
 		return nil
 	}
+	l.invalidateSyncsLocked()
 	var err error
 	if l.failure == nil {
 		if err = l.syncActiveLocked(); err == nil {

@@ -137,6 +137,9 @@ func (l *Log) moveLogStartLocked(offset record.Offset) error {
 			return err
 		}
 	}
+	if len(l.segments) > 1 && l.segments[1].baseOffset <= offset {
+		l.invalidateSyncsLocked() // a sync job may name a segment about to go
+	}
 	removed := 0
 	for removed < len(l.segments)-1 && l.segments[removed+1].baseOffset <= offset {
 		if err := l.segments[removed].remove(l.cfg.FS, l.cfg.Dir); err != nil {

@@ -44,6 +44,9 @@ func (l *Log) TruncateTo(offset record.Offset) (record.Offset, error) {
 		// must go whole: nothing at or above the log start survives.
 		return offset, l.truncateFullyAndStartAtLocked(offset)
 	}
+	// A sync begun before this names offsets that are about to hold other
+	// records, and maybe files about to be removed.
+	l.invalidateSyncsLocked()
 	// Lower the checkpointed offsets and drop the epochs of the suffix
 	// first: a crash part-way then leaves checkpoints that are merely
 	// conservative, never ones that point past the log.
@@ -139,6 +142,7 @@ func (l *Log) TruncateFullyAndStartAt(offset record.Offset) error {
 }
 
 func (l *Log) truncateFullyAndStartAtLocked(offset record.Offset) error {
+	l.invalidateSyncsLocked()
 	l.epochs = leaderepoch.Cache{}
 	if err := l.writeEpochCheckpointLocked(); err != nil {
 		return err

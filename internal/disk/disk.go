@@ -61,8 +61,11 @@ type FS interface {
 }
 
 // File is an open file. ReadAt may be called concurrently with other ReadAt
-// calls and with Write; Write, Truncate and Sync must not race with each
-// other (the owner serialises them).
+// calls and with Write; Sync may be called concurrently with Write (a
+// partition log syncs on an I/O worker while its owner appends) and then
+// makes durable at least every Write that completed before it was called;
+// Write and Truncate, and Truncate and Sync, must not race with each other
+// (the owner serialises them).
 type File interface {
 	io.ReaderAt
 	// Write appends p at the end of the file.

@@ -36,5 +36,6 @@
 // virtual clock, memfs), with the same calls in the same order. A request
 // travels runtime -> wire -> front end -> broker -> replica and its answer
 // comes back as a value; a pass of the runtime's loop ends with
-// broker.Node.SyncDirty (when its disk completes syncs) and then Flush.
+// broker.Node.TakeSyncs (sync jobs the runtime runs off its loop, whose
+// outcomes come back as inputs: broker.Node.Synced) and then Flush.
 package frontend

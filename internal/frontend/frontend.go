@@ -291,9 +291,10 @@ type Outbox struct {
 // Flush carries what the node has for others to where it goes (answers to
 // their requests, fetches to the fetchers, ISR proposals to the lifecycle),
 // serves again the waiting fetches that changed, and returns the Outbox.
-// The runtime calls it at the end of every pass of its loop, after the
-// node's logs are synced (broker.Node.SyncDirty): what the pass let out
-// leaves only then.
+// The runtime calls it at the end of every pass of its loop, after it
+// took the node's sync jobs (broker.Node.TakeSyncs): what the pass let
+// out leaves then, and what waits for a sync leaves in the pass that
+// hands the node the job's outcome (broker.Node.Synced).
 func (fe *FrontEnd) Flush() Outbox {
 	(*backend)(fe).drain()
 	fe.fetcher.SendAll()

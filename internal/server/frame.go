@@ -12,8 +12,10 @@
 // real clock (a ticker turned into Tick calls), the real disk (disk.OS),
 // and sendfile. One goroutine, the node loop, owns the cores: each pass
 // takes a tick, or an event and the events already queued behind it (up to
-// maxEventsPerPass), then ends with the front end's Flush, the broker's
-// SyncDirty and Flush again, carrying out each Outbox (server.go, flush).
+// maxEventsPerPass), then ends by handing the broker's sync jobs to the
+// I/O workers (syncer.go) and carrying out the front end's Flush
+// (server.go, flush); a completed sync comes back as an event. The sync
+// workers run fsyncs only, on files the broker's logs name.
 //
 // What it never decides: Kafka behaviour or replication. What a request
 // gets, when a parked fetch wakes, what a follower asks its leader: all of

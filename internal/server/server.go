@@ -71,6 +71,8 @@ type Server struct {
 	// fatal is the first error of a core (a metadata record that does not
 	// apply): the node stops.
 	fatal error
+	// syncs runs the broker's log syncs off the node loop (syncer.go).
+	syncs syncer
 }
 
 // event is what the goroutines hand the node loop.
@@ -93,6 +95,9 @@ type event struct {
 	// call runs on the node loop (eventCall): a reader of the cores from
 	// another goroutine (onLoop).
 	call func()
+	// sync and syncErr are a log sync's job and outcome (eventSynced).
+	sync    syncJob
+	syncErr error
 }
 
 const (
@@ -107,6 +112,7 @@ const (
 	eventFetcherResponse
 	eventShutdownBroker
 	eventCall
+	eventSynced
 )
 
 // New opens a node's storage and its listener; Run runs it.
@@ -214,13 +220,16 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.consoleListener != nil {
 		go serveHTTP(loopCtx, s.consoleListener, s.consoleHandler(loopCtx))
 	}
+	s.startSyncWorkers()
 	s.log.Info("serving", "listen", s.Addr(), "kafka", s.KafkaAddr(), "metrics", s.MetricsAddr(), "http", s.HTTPAddr(), "controllers", fmt.Sprint(s.config.Controllers), "data", s.config.DataDir)
 	err := s.loop(ctx)
 	cancel()
 	close(s.stopped)
 	s.listener.Close()
 	s.closeKafka()
-	return errors.Join(err, s.close())
+	closeErr := s.close() // waits for a running sync; queued ones become no-ops
+	s.stopSyncWorkers()
+	return errors.Join(err, closeErr)
 }
 
 func (s *Server) close() error {
@@ -327,7 +336,7 @@ func (s *Server) maybeServeClients() {
 }
 
 // maxEventsPerPass bounds the events one pass of the node loop takes
-// before it syncs and flushes: requests that arrive together share one
+// before it starts its syncs and flushes: requests that arrive together share one
 // fsync per log (group commit), and a steady stream of events still gets
 // its acks out after a bounded batch.
 const maxEventsPerPass = 256
@@ -397,6 +406,8 @@ func (s *Server) handle(e event) {
 		s.handleFetcherEvent(e)
 	case eventCall:
 		e.call()
+	case eventSynced:
+		s.handleSynced(e)
 	}
 }
 
@@ -444,21 +455,19 @@ func (s *Server) handleAnswer(answer quorum.Answer) {
 	}
 }
 
-// flush ends a pass of the node loop in two halves around the fsyncs.
-// First what the pass let out without waiting for its syncs goes out:
-// the records it appended, to the followers whose fetches wait for them,
-// so a follower copies and syncs a batch while its leader syncs the same
-// batch (rule unsynced-ack keeps its meaning: the replicas count a log
-// end only once synced, and the acks and follower positions that depend
-// on a sync are not in this half). Then the logs the pass wrote are
-// synced, each once (group commit, broker.Node.SyncDirty), and what the
-// syncs let out follows: acks=all answers, the followers' next fetches,
-// requests to controllers, and every quorum Ready.
+// flush ends a pass of the node loop. The logs the pass wrote get their
+// sync jobs first, one per log (group commit, broker.Node.TakeSyncs),
+// which the I/O workers start on at once (syncer.go); then what the pass
+// let out goes out without waiting for them: the records it appended, to
+// the followers whose fetches wait for them, so a follower copies and
+// syncs a batch while its leader syncs the same batch, and what earlier
+// syncs let out (acks=all answers, the followers' next fetches), requests
+// to controllers, and every quorum Ready. Rule unsynced-ack keeps its
+// meaning: the replicas count a log end only once a completed job
+// (eventSynced) says it is durable, and hold back what depends on it.
 func (s *Server) flush() error {
-	node := s.lifecycle.Node()
-	if node != nil && node.Dirty() {
-		s.flushFrontEnd()
-		node.SyncDirty()
+	if node := s.lifecycle.Node(); node != nil {
+		s.startSyncs(node)
 	}
 	s.flushFrontEnd()
 	for s.quorum != nil && s.quorum.HasReady() && s.fatal == nil {

@@ -76,3 +76,15 @@ func newWireSource(seed uint64) *mrand.ChaCha8 {
 	key[8] = 'w'
 	return mrand.NewChaCha8(key)
 }
+
+// newDiskSource is the seeded source of the simulated disks' sync
+// latencies (disksync.go), apart from the world's own so that drawing them
+// leaves every other draw of a seed where it was.
+func newDiskSource(seed uint64) *mrand.ChaCha8 {
+	var key [32]byte
+	for i := range 8 {
+		key[i] = byte(seed >> (8 * i))
+	}
+	key[8] = 'd'
+	return mrand.NewChaCha8(key)
+}

@@ -14,8 +14,10 @@ import (
 // in sync, and one of them led a log that lacked the committed records.
 // (Seed 17 was the pin, losing acknowledged writes, until followers
 // fetching by topic id and brokers asking for producer ids at start gave
-// it another schedule. TestEachLegacyRuleIsFound searches for the rule
-// too.)
+// it another schedule; then seed 8, until sync jobs completing as events
+// of the simulated disk gave it one where the checker catches the same
+// move as a replica invariant instead. TestEachLegacyRuleIsFound searches
+// for the rule too.)
 func TestReassignUnderLoad(t *testing.T) {
 	requested, started, finished := 0, 0, 0
 	for seed := uint64(1); seed <= 12; seed++ {
@@ -30,7 +32,7 @@ func TestReassignUnderLoad(t *testing.T) {
 	if started == 0 || finished == 0 {
 		t.Fatalf("no move started and finished: %d requested, %d started, %d finished", requested, started, finished)
 	}
-	const pinned = 8
+	const pinned = 29
 	legacy := Run(Options{Seed: pinned, Legacy: []rules.Rule{rules.ReassignmentCompletesInISR}})
 	if legacy.Violation == nil || legacy.Violation.Invariant != InvariantHighWatermarkBack {
 		t.Fatalf("seed %d with rule %s off: %v, want %s", pinned, rules.ReassignmentCompletesInISR, legacy.Violation, InvariantHighWatermarkBack)

@@ -154,7 +154,7 @@ func newWorldOfShape(options Options, random *rand.Rand, shape shape) *world {
 	w := &world{options: options, random: random, shape: shape, traceLog: newTraceLog(options.TraceLines),
 		raftSource: newRaftSource(options.Seed), tracedOffset: -1,
 		kafka:   kafkaNet{conns: map[connID]*simConn{}, apiRequests: map[int16]int{}},
-		clients: map[address]*kafkaClient{}, wireRandom: newWireSource(options.Seed), topicIDRandom: newTopicIDSource(options.Seed), holders: newHolders(),
+		clients: map[address]*kafkaClient{}, wireRandom: newWireSource(options.Seed), topicIDRandom: newTopicIDSource(options.Seed), diskRandom: rand.New(newDiskSource(options.Seed)), holders: newHolders(),
 		reassign: reassignState{random: rand.New(rand.NewPCG(options.Seed, reassignStream+1))}}
 	for _, rule := range options.Legacy {
 		w.rules = w.rules.Without(rule)

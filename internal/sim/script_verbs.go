@@ -312,6 +312,7 @@ func (s *Script) Sync(id metadata.BrokerID) error {
 		return err
 	}
 	if b.node != nil {
+		s.w.completeSyncs(b, true)
 		b.node.SyncDirty()
 		s.w.flush(b)
 	}

@@ -63,8 +63,9 @@ type world struct {
 	clients    map[address]*kafkaClient
 	wireRandom *rand.ChaCha8
 	// topicIDRandom is the seeded source its controllers draw topic ids
-	// from.
+	// from; diskRandom the one slow disks draw sync latencies from.
 	topicIDRandom *rand.ChaCha8
+	diskRandom    *rand.Rand
 }
 
 // brokerProcess is one machine: a broker, a controller of the metadata
@@ -87,10 +88,12 @@ type brokerProcess struct {
 	// fetcherDialAt when a failed dial may be tried again.
 	fetcherConns  map[metadata.BrokerID]*simConn
 	fetcherDialAt map[metadata.BrokerID]int64
-	up            bool
-	paused        bool
-	pausedUntil   int64
-	restartAt     int64
+	// syncs are the sync jobs its disk has not completed (disksync.go).
+	syncs       diskState
+	up          bool
+	paused      bool
+	pausedUntil int64
+	restartAt   int64
 	// incarnation counts the process's starts; registration names it.
 	incarnation int
 	// cleanEpoch is the epoch of the incarnation whose log the next one
@@ -135,6 +138,7 @@ func (w *world) machineOf(a address) *brokerProcess {
 // log, its broker registers before it serves.
 func (w *world) startMachine(b *brokerProcess) {
 	b.up, b.paused, b.node, b.incarnation = true, false, nil, b.incarnation+1
+	b.loseSyncs()
 	b.shuttingDown = false
 	if b.controller != nil {
 		w.startController(b)
@@ -268,8 +272,11 @@ func simulatedVolume(node *broker.Node) frontend.Volume {
 // stepBroker ticks a broker (its lifecycle registers, heartbeats and ticks
 // the node) and sends what it has.
 func (w *world) stepBroker(b *brokerProcess) {
-	if b.node != nil && w.random.Float64() < w.shape.syncRate {
-		b.node.SyncDirty()
+	if b.node != nil {
+		w.beginSyncs(b)
+		if w.random.Float64() < w.shape.syncRate {
+			w.completeSyncs(b, false)
+		}
 	}
 	b.fe.SetControllerHint(w.controllerHint(b))
 	b.fe.SetClock(w.now * 10) // a tick is a virtual 10 ms, as producers' timestamps count them
@@ -363,6 +370,7 @@ func (w *world) crash(b *brokerProcess, powerLoss bool) {
 		b.cleanEpoch = b.node.Epoch()
 	}
 	b.up, b.fe, b.node, b.lifecycle, b.paused = false, nil, nil, nil, false
+	b.loseSyncs() // what they would have synced is lost with a power loss
 	w.closeConnsOf(b)
 	if b.controller != nil {
 		b.controller.stop()
@@ -493,6 +501,7 @@ func (w *world) finishShutdown(b *brokerProcess) {
 		panic(err)
 	}
 	b.up, b.fe, b.node, b.lifecycle, b.shuttingDown = false, nil, nil, nil, false
+	b.loseSyncs() // the node's Close synced its logs
 	w.closeConnsOf(b)
 	if b.controller != nil {
 		b.controller.stop()

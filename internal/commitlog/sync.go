@@ -1,0 +1,153 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tidelog/tide/internal/disk"
+	"github.com/tidelog/tide/internal/record"
+)
+
+// A sync has three steps, so that the goroutine that appends never waits
+// for the disk (docs/storage.md, "The sync pipeline"):
+//
+//  1. BeginSync, on the owner's goroutine (the node loop), decides what to
+//     sync: the files holding data past the durable end offset, and the log
+//     end offset they will make durable. It changes nothing.
+//  2. SyncJob.Run, on any goroutine (an I/O worker in tide serve, a
+//     completion event in the simulator), syncs those files. It touches no
+//     state of the log beyond a lock shared with the steps that close files.
+//  3. CompleteSync, on the owner's goroutine, moves the durable end offset
+//     to what the job made durable, or fails the log if the sync failed.
+//
+// Between 1 and 3 the owner goes on appending: the job's end offset was
+// taken at step 1, after those writes had reached the file, and a sync
+// makes durable every write completed before it started (disk.File), so
+// later appends never count as durable before a later job covers them.
+// A truncation, a full truncation, a deletion of segments or Close between
+// 1 and 3 bumps the log's sync generation: a job of an older generation
+// syncs nothing (its files may be closed) and completes as a no-op, since
+// the offsets it names may now hold other records. Each of those steps
+// syncs what it keeps itself (syncActiveLocked), so nothing that was
+// durable before is lost to the no-op. A segment roll between 1 and 3
+// syncs the segment it closes (rollLocked), so a job that names it only
+// syncs it again.
+
+// errSyncStale is what Run returns for a job whose log changed under it
+// (its generation is gone): it synced nothing, and CompleteSync ignores it.
+var errSyncStale = errors.New("commitlog: sync job outdated by a truncation, a deletion or close")
+
+// SyncJob is one sync of a log's unsynced data, as BeginSync decided it.
+// Invariant: endOffset <= the log end offset at BeginSync, and every byte
+// below endOffset that is not durable lies in files.
+type SyncJob struct {
+	log        *Log
+	files      []disk.File
+	endOffset  record.Offset
+	generation uint64
+}
+
+// EndOffset is the offset below which the job makes the log durable.
+func (j SyncJob) EndOffset() record.Offset { return j.endOffset }
+
+// Log is the log the job syncs.
+func (j SyncJob) Log() *Log { return j.log }
+
+// BeginSync returns the sync that would make everything appended so far
+// durable, and false when there is nothing to sync (the durable end offset
+// is the log end offset) or the log is closed or failed. It must be called
+// on the goroutine that appends, after the appends the sync must cover.
+func (l *Log) BeginSync() (SyncJob, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.usableLocked() != nil {
+		return SyncJob{}, false
+	}
+	end := l.logEndOffsetLocked()
+	if l.durableEndOffset >= end {
+		return SyncJob{}, false
+	}
+	job := SyncJob{log: l, endOffset: end, generation: l.syncGeneration}
+	// Only the active segment can hold data past the durable end offset:
+	// a roll syncs the segment it closes (rollLocked). Walking every
+	// segment that ends past it keeps the job right if that ever changes.
+	for _, s := range l.segments {
+		if s.nextOffset > l.durableEndOffset && s.size > 0 {
+			job.files = append(job.files, s.file)
+		}
+	}
+	return job, true
+}
+
+// Run syncs the job's files. It may run on any goroutine, alongside the
+// log's appends and reads; a truncation, a deletion of segments or Close
+// waits until it returns. A job whose log changed since BeginSync syncs
+// nothing and returns an error CompleteSync ignores.
+func (j SyncJob) Run() error {
+	l := j.log
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if j.generation != l.syncGeneration {
+		return errSyncStale
+	}
+	for _, file := range j.files {
+		if err := file.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", file.Name(), err)
+		}
+	}
+	return nil
+}
+
+// CompleteSync takes a job's outcome (Run's error) on the goroutine that
+// appends and returns the durable end offset. A failed sync fails the log
+// (ErrLogFailed): a failed fsync leaves the file in an unknown state, and
+// it is never retried. A job of an older generation changes nothing: the
+// log was truncated, emptied or had segments deleted since, and each of
+// those synced what it kept.
+func (l *Log) CompleteSync(job SyncJob, runErr error) (record.Offset, error) {
+	if job.log != l {
+		panic("commitlog: a sync job completed on another log")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return 0, err
+	}
+	if errors.Is(runErr, errSyncStale) || job.generation != l.syncGeneration {
+		return l.durableEndOffset, nil
+	}
+	if runErr != nil {
+		return 0, l.failLocked(runErr)
+	}
+	if job.endOffset > l.logEndOffsetLocked() {
+		panic(fmt.Sprintf("commitlog: a sync job of generation %d ends at %d, past the log end %d", job.generation, job.endOffset, l.logEndOffsetLocked()))
+	}
+	l.durableEndOffset = max(l.durableEndOffset, job.endOffset)
+	l.assertInvariantsLocked("sync")
+	return l.durableEndOffset, nil
+}
+
+// Sync makes everything appended so far durable, on the calling goroutine:
+// BeginSync, Run and CompleteSync in a row. A failed sync fails the log
+// (see ErrLogFailed). The broker syncs through the three steps, off its
+// loop; Sync is for tools and tests.
+func (l *Log) Sync() error {
+	job, ok := l.BeginSync()
+	if !ok {
+		l.mu.RLock()
+		defer l.mu.RUnlock()
+		return l.usableLocked()
+	}
+	_, err := l.CompleteSync(job, job.Run())
+	return err
+}
+
+// invalidateSyncsLocked starts a new sync generation before the log
+// truncates, deletes or closes files: it waits for a job that is syncing
+// to finish, and makes every job begun before it a no-op. The caller holds
+// l.mu for writing; the order is always l.mu, then l.syncMu.
+func (l *Log) invalidateSyncsLocked() {
+	l.syncMu.Lock()
+	l.syncGeneration++
+	l.syncMu.Unlock()
+}
