@@ -320,23 +320,24 @@ func TestOfflineByDesignIsExcused(t *testing.T) {
 	}{
 		// The seeds the issue named, which the simulator's Kafka network
 		// has since given other schedules: they pass; 22714 with nothing
-		// to excuse, 40496 (since the group workload and the fetcher's
-		// changes) with two partitions on a replaced disk.
+		// to excuse, 40496 (since the KIP-848 group members) with one
+		// partition on a replaced disk.
 		{22714, nil},
 		{40496, []string{
-			"__consumer_offsets-1 offline by design: every replica that held its committed records lost them (b3 had its data disk replaced at 1447)",
-			"scratch-4-0 offline by design: every replica that held its committed records lost them (b3 had its data disk replaced at 1447)"}},
+			"scratch-3-0 offline by design: every replica that held its committed records lost them (b2 had its data disk replaced at 1253)"}},
 		// Seeds of today's simulator that reach the case: a partition
 		// whose only copy of its committed records was on a broker whose
 		// data disk was replaced (flush=always).
-		// (Seeds 60 and 121, then 54 and 21, then 71 and 21 were the pins;
-		// brokers learning metadata by long poll, the admin workload's
-		// auto-created topics, the group workload's requests, followers
-		// fetching by topic id, a fetcher that waits for the partitions it
-		// served, and brokers asking for producer ids at start gave them
-		// other schedules.)
-		{148, []string{"scratch-6-0 offline by design: every replica that held its committed records lost them (b1 had its data disk replaced at 1755)"}},
-		{199, []string{"scratch-9-0 offline by design: every replica that held its committed records lost them (b1 had its data disk replaced at 2508)"}},
+		// (Seeds 60 and 121, then 54 and 21, then 71 and 21, then 148 and
+		// 199 were the pins; brokers learning metadata by long poll, the
+		// admin workload's auto-created topics, the group workload's
+		// requests, followers fetching by topic id, a fetcher that waits
+		// for the partitions it served, brokers asking for producer ids at
+		// start, and the KIP-848 group members gave them other schedules.)
+		{10, []string{
+			"__consumer_offsets-0 offline by design: every replica that held its committed records lost them (b3 had its data disk replaced at 2369)",
+			"__consumer_offsets-1 offline by design: every replica that held its committed records lost them (b3 had its data disk replaced at 2369)"}},
+		{21, []string{"scratch-2-0 offline by design: every replica that held its committed records lost them (b5 had its data disk replaced at 1945)"}},
 	} {
 		// Pinned as they ran before the reassignment fault, whose first
 		// move gives a seed another schedule from then on.
