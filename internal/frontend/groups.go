@@ -74,6 +74,12 @@ type groupHost struct {
 	followedNode   *broker.Node
 	followedOffset int64
 	partitionCount int
+	// topics are the image's topics at followedOffset, as the
+	// coordinators' KIP-848 assignors see them (groupTopics): every
+	// coordinator is given them before it finishes loading and again at
+	// every metadata change, so a topic created, deleted or grown reaches
+	// the target assignments at the groups' next heartbeats.
+	topics map[string]group.TopicInfo
 	// loadSkipped counts records a coordinator could not load (not in a
 	// format it reads); they are skipped, as Kafka skips unknown records.
 	loadSkipped int64
@@ -119,7 +125,14 @@ func (fe *FrontEnd) tickGroups() {
 	if node == nil {
 		return
 	}
-	if node != fe.groups.followedNode || node.MetadataOffset() != fe.groups.followedOffset || fe.now%sweepEveryTicks == 0 {
+	changed := node != fe.groups.followedNode || node.MetadataOffset() != fe.groups.followedOffset
+	if changed {
+		fe.groups.topics = groupTopics(node.Image())
+		for _, hosted := range fe.hostedCoordinators() {
+			hosted.coordinator.SetTopics(fe.groups.topics)
+		}
+	}
+	if changed || fe.now%sweepEveryTicks == 0 {
 		fe.followOffsetsLeadership(node)
 		fe.groups.followedNode, fe.groups.followedOffset = node, node.MetadataOffset()
 	}
@@ -197,7 +210,20 @@ func (fe *FrontEnd) newHostedCoordinator(partition int32, epoch record.LeaderEpo
 	// that load the same log in the same millisecond must not issue the
 	// same ids.
 	coordinator.SetLeadership(uint64(fe.config.ID)<<32 | uint64(uint32(epoch)))
+	coordinator.SetTopics(fe.groups.topics)
 	return &hostedCoordinator{partition: partition, leaderEpoch: epoch, coordinator: coordinator, loading: true, loadEnd: -1}
+}
+
+// groupTopics is the image's topics as a group coordinator takes them
+// (group.TopicInfo): id, partition count, and whether internal.
+func groupTopics(image *metadata.Image) map[string]group.TopicInfo {
+	names := image.Topics()
+	topics := make(map[string]group.TopicInfo, len(names))
+	for _, name := range names {
+		topic, _ := image.Topic(name)
+		topics[name] = group.TopicInfo{ID: topic.ID, Partitions: int32(len(topic.Partitions)), Internal: wire.InternalTopic(name)}
+	}
+	return topics
 }
 
 // unload ends a coordinator whose leadership is gone: what it holds is

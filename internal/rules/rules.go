@@ -70,13 +70,13 @@ const (
 	// longer owns it; until then the new owner waits in
 	// UNRELEASED_PARTITIONS.
 	//
-	// It is not in All() yet: the simulator runs no KIP-848 group consumers
-	// so far, and TestEachLegacyRuleIsFound requires it to find every rule
-	// in All(). Its checks are internal/group/reconcile's heartbeat
-	// simulation and internal/group's replay property, whose KIP-848
-	// members find two owners of a partition with the rule off
-	// (TestReplayPropertyCatchesTwoOwnersWithoutRevokeBeforeAssign); it
-	// joins All() when the simulator's workload has KIP-848 groups.
+	// The simulator's KIP-848 group members find it switched off
+	// (internal/sim's InvariantTwoOwners: a member's heartbeat accepted
+	// while a partition it owns was given to another member, or a
+	// ConsumerGroupDescribe showing a partition in two assignments), as do
+	// internal/group/reconcile's heartbeat simulation and internal/group's
+	// replay property
+	// (TestReplayPropertyCatchesTwoOwnersWithoutRevokeBeforeAssign).
 	RevokeBeforeAssign Rule = "revoke-before-assign"
 	// AnswerAfterCommit is the lost offset commit: a group coordinator
 	// that answers an OffsetCommit (or hands out a SyncGroup's assignment)
@@ -137,7 +137,7 @@ const (
 // All lists every rule, in a stable order.
 func All() []Rule {
 	return []Rule{EpochTruncation, FencedFetch, EpochSafeISRJoin, MonotonicHighWatermark, OrderedMetadata, CommittedMeansDurable, CleanBelowHighWatermark,
-		AnswerAfterCommit, LoadCommittedOnly, MinISRRace, ReassignmentCompletesInISR, FetchByTopicID}
+		AnswerAfterCommit, LoadCommittedOnly, MinISRRace, ReassignmentCompletesInISR, FetchByTopicID, RevokeBeforeAssign}
 }
 
 // Parse returns the rule with the given name.

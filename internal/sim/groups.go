@@ -290,11 +290,13 @@ func (w *world) heartbeat(c *groupClient) {
 }
 
 // groupConfig is the brokers' coordinators' configuration: Kafka's, with
-// the run's rules and no initial rebalance delay (a member that joins first
-// is not made to wait three virtual seconds for the other).
+// the run's rules, no initial rebalance delay (a member that joins first
+// is not made to wait three virtual seconds for the other), and KIP-848
+// timers short enough for a run (groups_consumer.go).
 func (w *world) groupConfig() *group.Config {
 	config := group.DefaultConfig()
 	config.InitialRebalanceDelayMs, config.Rules = 0, w.rules
+	config.ConsumerHeartbeatIntervalMs, config.ConsumerSessionTimeoutMs = consumerHeartbeatIntervalMs, consumerSessionTimeoutMs
 	return &config
 }
 

@@ -38,6 +38,18 @@ type Stats struct {
 	// groupCommits counts the simple group consumer's acknowledged
 	// offset commits (groups.go).
 	groupCommits int
+	// consumerCommits counts the KIP-848 members' accepted offset
+	// commits (groups_consumer.go).
+	consumerCommits int
+	// consumerRevocations, consumerFences, consumerCrashes,
+	// consumerPauses and consumerLeaves count the KIP-848 members'
+	// partitions given up on the coordinator's word, fencings, crashes,
+	// pauses and leaves.
+	consumerRevocations int
+	consumerFences      int
+	consumerCrashes     int
+	consumerPauses      int
+	consumerLeaves      int
 	// autoCreates are Metadata requests that began a topic's creation.
 	autoCreates int
 	zombies     int
@@ -163,6 +175,7 @@ func newWorldOfShape(options Options, random *rand.Rand, shape shape) *world {
 	w.checker = newChecker(w)
 	w.workload = newWorkload(w)
 	w.groups = newGroupLoad(w)
+	w.consumers = newConsumerLoad(w)
 	w.trace("seed %d: %s; %s", options.Seed, w.shape, w.rules)
 	if len(options.Without) > 0 {
 		w.trace("without faults: %v", options.Without)

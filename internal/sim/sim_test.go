@@ -319,26 +319,25 @@ func TestOfflineByDesignIsExcused(t *testing.T) {
 		excusals []string
 	}{
 		// The seeds the issue named, which the simulator's Kafka network
-		// has since given other schedules: they pass; since sync jobs
-		// complete as events of the simulated disk (disksync.go), 22714
-		// with one partition on a replaced disk, 40496 with nothing to
-		// excuse.
-		{22714, []string{"scratch-1-0 offline by design: every replica that held its committed records lost them (b2 had its data disk replaced at 2505)"}},
+		// has since given other schedules: they pass with nothing to excuse.
+		{22714, nil},
 		{40496, nil},
 		// Seeds of today's simulator that reach the case: a partition
 		// whose only copy of its committed records was on a broker whose
 		// data disk was replaced (flush=always).
 		// (Seeds 60 and 121, then 54 and 21, then 71 and 21, then 148 and
-		// 199 were the pins; brokers learning metadata by long poll, the
-		// admin workload's auto-created topics, the group workload's
-		// requests, followers fetching by topic id, a fetcher that waits
-		// for the partitions it served, brokers asking for producer ids at
-		// start, and sync jobs completing as disk events gave them other
-		// schedules.)
-		{148, []string{"scratch-6-0 offline by design: every replica that held its committed records lost them (b1 had its data disk replaced at 1755)"}},
-		{21, []string{
-			"scratch-3-0 offline by design: every replica that held its committed records lost them (b2 had its data disk replaced at 1425)",
-			"scratch-4-0 offline by design: every replica that held its committed records lost them (b3 had its data disk replaced at 2873)"}},
+		// 199, then 148 and 21 were the pins; brokers learning metadata by
+		// long poll, the admin workload's auto-created topics, the group
+		// workload's requests, followers fetching by topic id, a fetcher
+		// that waits for the partitions it served, brokers asking for
+		// producer ids at start, and the KIP-848 group members with sync
+		// jobs completing as disk events gave them other schedules.)
+		{10, []string{
+			"__consumer_offsets-0 offline by design: every replica that held its committed records lost them (b3 had its data disk replaced at 2369)",
+			"__consumer_offsets-1 offline by design: every replica that held its committed records lost them (b3 had its data disk replaced at 2369)"}},
+		{22, []string{
+			"scratch-3-0 offline by design: every replica that held its committed records lost them (b4 had its data disk replaced at 2003)",
+			"scratch-4-0 offline by design: every replica that held its committed records lost them (b3 had its data disk replaced at 2881)"}},
 	} {
 		// Pinned as they ran before the reassignment fault, whose first
 		// move gives a seed another schedule from then on.

@@ -62,6 +62,7 @@ func (load *workload) tick() {
 	w := load.w
 	w.adminStep()
 	w.groupStep()
+	w.consumerStep()
 	for _, p := range load.producers {
 		load.tickProducer(p)
 	}

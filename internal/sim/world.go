@@ -42,12 +42,14 @@ type world struct {
 	workloadList []metadata.TopicPartition
 	tracedOffset int64
 	workload     *workload
-	// groups is the group workload (groups.go).
-	groups   *groupLoad
-	checker  *checker
-	holders  *holders // who holds each partition's committed records (offline.go)
-	stats    Stats
-	traceLog *traceLog
+	// groups is the group workload (groups.go), consumers its KIP-848
+	// members (groups_consumer.go).
+	groups    *groupLoad
+	consumers *consumerLoad
+	checker   *checker
+	holders   *holders // who holds each partition's committed records (offline.go)
+	stats     Stats
+	traceLog  *traceLog
 	// partitionsUntil says when each cut link heals; scheduled are the
 	// later steps of composed faults, by tick.
 	partitionsUntil []cutUntil

@@ -99,5 +99,5 @@ func ExampleHandler_Handle() {
 		}
 		fmt.Println("correlation id", binary.BigEndian.Uint32(response), "error", decoded.ErrorCode, "keys", len(decoded.ApiKeys))
 	})
-	// Output: correlation id 42 error 0 keys 30
+	// Output: correlation id 42 error 0 keys 32
 }

@@ -25,6 +25,7 @@ func seedRequests() [][]byte {
 		produceRequest(9, replica.AcksNone, map[string][][]byte{"orders": {testBatch(1, "b")}, "missing": {testBatch(1, "c")}}),
 		testFetchRequest(4, 0, -1), testFetchRequest(12, 1, 0),
 		listOffsetsRequest(1, -1, replica.EarliestTimestamp), listOffsetsRequest(7, 0, replica.LatestTimestamp, 5),
+		consumerJoin(0, "app", "orders"), consumerJoin(1, "app", "orders", "missing"),
 	}
 	for _, request := range rich {
 		seeds = append(seeds, encodeRequest(request, 2))
@@ -51,7 +52,7 @@ func FuzzHandle(f *testing.F) {
 		backend.holdProduce, backend.parkFetches = true, true
 		// Group requests reach real coordinators: the group decoders and
 		// the coordinator's handling are fuzzed with the rest.
-		backend.groupPartitions, backend.groupServe = 2, coordinatorServe()
+		backend.groupPartitions, backend.groupServe = 2, coordinatorServe(groupTopics(backend))
 		h := newTestHandler(t, backend)
 		calls := 0
 		var response []byte

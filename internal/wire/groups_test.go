@@ -331,10 +331,11 @@ func TestOffsetsTopicIsInternal(t *testing.T) {
 }
 
 // coordinatorServe serves the fake's group requests with real coordinators
-// (internal/group), one per partition, loaded empty; their appends are
-// reported committed at once. A request the coordinator holds (a JoinGroup
-// waiting for the rebalance) gets no response: nil.
-func coordinatorServe() func(int32, kmsg.Request) kmsg.Response {
+// (internal/group), one per partition, loaded empty and given topics (the
+// KIP-848 assignors' view of the metadata; nil for none); their appends
+// are reported committed at once. A request the coordinator holds (a
+// JoinGroup waiting for the rebalance) gets no response: nil.
+func coordinatorServe(topics map[string]group.TopicInfo) func(int32, kmsg.Request) kmsg.Response {
 	coordinators := map[int32]*group.Coordinator{}
 	next := group.RequestID(0)
 	return func(partition int32, request kmsg.Request) kmsg.Response {
@@ -343,6 +344,7 @@ func coordinatorServe() func(int32, kmsg.Request) kmsg.Response {
 			config := group.DefaultConfig()
 			config.InitialRebalanceDelayMs = 0
 			coordinator = group.NewCoordinator(config, partition)
+			coordinator.SetTopics(topics)
 			coordinator.FinishLoad(0)
 			coordinators[partition] = coordinator
 		}
@@ -372,7 +374,7 @@ func coordinatorServe() func(int32, kmsg.Request) kmsg.Response {
 func TestOffsetsThroughCoordinator(t *testing.T) {
 	backend := newFakeBackend()
 	backend.addTopic("orders", 2, 0)
-	backend.groupPartitions, backend.groupServe = 3, coordinatorServe()
+	backend.groupPartitions, backend.groupServe = 3, coordinatorServe(nil)
 	h := newTestHandler(t, backend)
 	for _, version := range []int16{2, 9} {
 		commit := kmsg.NewPtrOffsetCommitRequest()
