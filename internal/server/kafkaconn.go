@@ -88,8 +88,10 @@ type pendingResponse struct {
 }
 
 // kafkaConn is one Kafka client connection: a reader goroutine that frames
-// requests and hands them on, and a writer goroutine that writes responses
-// in request order, whatever order the answers come in. Kafka clients
+// requests and hands them on, and responses written in request order,
+// whatever order the answers come in: by the goroutine that answers (the
+// node loop) when its answer is the oldest unwritten, small, in memory, and
+// the socket takes it at once (answer), else by a writer goroutine. Kafka clients
 // pipeline (kgo and librdkafka send several requests before reading) and
 // match responses to requests by position as much as by correlation id, so
 // the order is the protocol's, not an optimisation.
@@ -104,7 +106,7 @@ type kafkaConn struct {
 	clientHost string
 	// slots holds one token per request in flight: the reader puts one in
 	// before it hands a request on, blocking when MaxInFlight are there,
-	// and the writer takes it out once the response is written.
+	// and whoever writes the response takes it out once it is written.
 	slots chan struct{}
 	// mu guards queue and writing. queue holds the requests in flight
 	// whose responses are not written yet, oldest first; writing is set
