@@ -23,6 +23,9 @@ const (
 	ackRequestRead ackStep = iota
 	// ackProduceHandled: the node loop appended a Produce (or refused it).
 	ackProduceHandled
+	// ackFlush: a pass of the node loop took its last event and begins to
+	// carry out what the pass let out (Server.flush).
+	ackFlush
 	// ackSyncBegin: a log's sync job handed to an I/O worker.
 	ackSyncBegin
 	// ackSyncRun: a worker's fsync returned.
@@ -52,7 +55,7 @@ const (
 	ackSteps
 )
 
-var ackStepNames = [ackSteps]string{"request-read", "produce-handled", "sync-begin", "sync-run", "sync-handled",
+var ackStepNames = [ackSteps]string{"request-read", "produce-handled", "flush", "sync-begin", "sync-run", "sync-handled",
 	"fetch-answered", "fetch-answer-written", "fetch-answer-read", "follower-appended", "fetch-sent", "fetch-read", "fetch-handled",
 	"produce-answered", "produce-written"}
 

@@ -190,30 +190,28 @@ type ackPoint struct {
 var ackPoints = []ackPoint{
 	{"leader-request-read", true, ackRequestRead, -1},
 	{"leader-appended", true, ackProduceHandled, 0},
-	{"leader-sync-begin", true, ackSyncBegin, 1},
-	{"leader-sync-run", true, ackSyncRun, 2},
-	{"leader-sync-handled", true, ackSyncHandled, 3},
-	{"leader-fetch-answered", true, ackFetchAnswered, 1},
-	{"leader-fetch-answer-written", true, ackFetchAnswerWritten, 5},
-	{"follower-fetch-answer-read", false, ackFetchAnswerRead, 6},
-	{"follower-appended", false, ackFollowerAppended, 7},
-	{"follower-sync-begin", false, ackSyncBegin, 8},
-	{"follower-sync-run", false, ackSyncRun, 9},
-	{"follower-sync-handled", false, ackSyncHandled, 10},
-	{"follower-fetch-sent", false, ackFetchSent, 8},
-	{"leader-fetch-read", true, ackFetchRead, 12},
-	{"leader-fetch-handled", true, ackFetchHandled, 13},
+	{"leader-pass-flush", true, ackFlush, 1},
+	{"leader-sync-begin", true, ackSyncBegin, 2},
+	{"leader-sync-run", true, ackSyncRun, 3},
+	{"leader-sync-handled", true, ackSyncHandled, 4},
+	{"leader-fetch-answered", true, ackFetchAnswered, 2},
+	{"leader-fetch-answer-written", true, ackFetchAnswerWritten, 6},
+	{"follower-fetch-answer-read", false, ackFetchAnswerRead, 7},
+	{"follower-appended", false, ackFollowerAppended, 8},
+	{"follower-sync-begin", false, ackSyncBegin, 9},
+	{"follower-sync-run", false, ackSyncRun, 10},
+	{"follower-sync-handled", false, ackSyncHandled, 11},
+	{"follower-fetch-sent", false, ackFetchSent, 9},
+	{"leader-fetch-read", true, ackFetchRead, 13},
+	{"leader-fetch-handled", true, ackFetchHandled, 14},
 	{"leader-produce-answered", true, ackProduceAnswered, 0},
-	{"leader-produce-written", true, ackProduceWritten, 15},
+	{"leader-produce-written", true, ackProduceWritten, 16},
 }
 
-// Indexes of ackPoints the breakdown reads.
-const (
-	pointLeaderSyncHandled = 4
-	pointFetchRead         = 13
-	pointFetchHandled      = 14
-	pointProduceAnswered   = 15
-)
+// pointFetchRead is the index in ackPoints of the leader reading a
+// follower's next fetch: the later follower's is the one the write waited
+// for.
+const pointFetchRead = 14
 
 // ackWrite is one write's breakdown: when each point happened after the
 // leader read the request (-1 when the trace did not see it), and the

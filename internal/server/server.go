@@ -471,6 +471,7 @@ func (s *Server) handleAnswer(answer quorum.Answer) {
 // keeps its meaning: the replicas count a log end only once a completed
 // job (eventSynced) says it is durable, and hold back what depends on it.
 func (s *Server) flush() error {
+	traceAck(s.config.ID, ackFlush)
 	s.flushFrontEnd()
 	if node := s.lifecycle.Node(); node != nil {
 		s.startSyncs(node)
