@@ -8,15 +8,28 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tidelog/tide/internal/metadata"
 )
 
 // clientConn is a replica fetcher's Kafka connection to its source broker:
-// a writer goroutine drains a bounded queue of requests (each with its size
-// prefix), and the dial loop's goroutine reads responses and hands them to
-// the node loop.
+// the node loop writes each request (with its size prefix) as far as the
+// socket takes it at once (writeNow), a writer goroutine writes what is
+// left and what queues behind it, and the dial loop's goroutine reads
+// responses and hands them to the node loop. A follower's next fetch so
+// leaves in the pass that learnt its sync completed, without a hand-off to
+// another goroutine (docs/benchmarks.md, "One acknowledged write").
 type clientConn struct {
-	c       net.Conn
-	queue   chan []byte
+	c net.Conn
+	// node is the broker's id, for the acks path's trace (acktrace.go).
+	node metadata.BrokerID
+	// mu guards queue and writing: the requests, or what is left of one,
+	// for the writer goroutine, oldest first (at most clientQueueLength),
+	// and whether it is writing the oldest now.
+	mu      sync.Mutex
+	queue   [][]byte
+	writing bool
+	wake    chan struct{}
 	done    chan struct{}
 	closing sync.Once
 }
@@ -26,23 +39,44 @@ type clientConn struct {
 // flight.
 const clientQueueLength = 64
 
-func newClientConn(c net.Conn) *clientConn {
-	cn := &clientConn{c: c, queue: make(chan []byte, clientQueueLength), done: make(chan struct{})}
+func newClientConn(c net.Conn, node metadata.BrokerID) *clientConn {
+	cn := &clientConn{c: c, node: node, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go cn.writeLoop()
 	return cn
 }
 
-// send queues a request; it never blocks, and reports false when the queue
-// is full or the connection closed.
+// send writes a request, or queues what the socket does not take at once;
+// it never blocks, and reports false when the queue is full or the
+// connection closed.
 func (cn *clientConn) send(request []byte) bool {
 	select {
 	case <-cn.done:
 		return false
-	case cn.queue <- request:
-		return true
 	default:
+	}
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if !cn.writing && len(cn.queue) == 0 {
+		written, err := writeNow(cn.c, [][]byte{request})
+		if err != nil {
+			cn.close()
+			return false
+		}
+		if written == len(request) {
+			cn.traceSent(request)
+			return true
+		}
+		request = request[written:]
+	}
+	if len(cn.queue) >= clientQueueLength {
 		return false
 	}
+	cn.queue = append(cn.queue, request)
+	select {
+	case cn.wake <- struct{}{}:
+	default: // already woken
+	}
+	return true
 }
 
 func (cn *clientConn) writeLoop() {
@@ -50,13 +84,37 @@ func (cn *clientConn) writeLoop() {
 		select {
 		case <-cn.done:
 			return
-		case request := <-cn.queue:
+		case <-cn.wake:
+		}
+		for {
+			cn.mu.Lock()
+			if len(cn.queue) == 0 {
+				cn.mu.Unlock()
+				break
+			}
+			request := cn.queue[0]
+			cn.writing = true
+			cn.mu.Unlock()
 			cn.c.SetWriteDeadline(time.Now().Add(writeTimeout))
-			if _, err := cn.c.Write(request); err != nil {
+			_, err := cn.c.Write(request)
+			cn.mu.Lock()
+			cn.queue[0] = nil
+			cn.queue = cn.queue[1:]
+			cn.writing = false
+			cn.mu.Unlock()
+			if err != nil {
 				cn.close()
 				return
 			}
+			cn.traceSent(request)
 		}
+	}
+}
+
+// traceSent marks a Fetch request written, for the acks path's trace.
+func (cn *clientConn) traceSent(request []byte) {
+	if len(request) >= 6 && apiKey(request[4:]) == fetchKey {
+		traceAckOn(cn.node, ackFetchSent, cn.c, true)
 	}
 }
 
@@ -76,6 +134,7 @@ func (cn *clientConn) readResponse(buffers *bufferPool) ([]byte, error) {
 		buffers.put(payload)
 		return nil, err
 	}
+	traceAckOn(cn.node, ackFetchAnswerRead, cn.c, true)
 	return payload, nil
 }
 

@@ -76,7 +76,7 @@ func (s *Server) newKafkaListener(listener net.Listener, advertised string, wire
 			IdleTimeout: c.KafkaIdleTimeout, BodyTimeout: c.KafkaRequestBodyTimeout},
 		queue:   newRequestQueue(c.KafkaQueuedMaxRequestBytes, c.KafkaQueuedMaxRequests),
 		buffers: &bufferPool{},
-		handle:  s.postKafka, log: s.log,
+		handle:  s.postKafka, log: s.log, node: c.ID,
 		refused: newSampledLog(s.log, slog.LevelWarn, "kafka request refused, closing the connection"),
 	}
 	return &kafkaListener{listener: listener, advertised: advertised, wire: wireConfig, shared: shared,
@@ -95,10 +95,30 @@ func (s *Server) postKafka(clientHost string, request []byte, answer func(wire.R
 	if s.metrics != nil {
 		answer = s.metrics.observeRequest(request, answer)
 	}
+	if ackTrace.Load() != nil {
+		answer = s.traceAnswer(request, answer)
+	}
 	select {
 	case s.inbox <- event{kind: eventKafkaRequest, payload: request, answer: answer, clientHost: clientHost}:
 	case <-s.stopped:
 		s.kafka.shared.queue.release(int64(len(request)))
+	}
+}
+
+// traceAnswer marks when the node loop answers a Produce or a Fetch, for
+// the acks path's trace (acktrace.go).
+func (s *Server) traceAnswer(request []byte, answer func(wire.Response, error)) func(wire.Response, error) {
+	step := ackProduceAnswered
+	switch apiKey(request) {
+	case produceKey:
+	case fetchKey:
+		step = ackFetchAnswered
+	default:
+		return answer
+	}
+	return func(response wire.Response, err error) {
+		traceAck(s.config.ID, step)
+		answer(response, err)
 	}
 }
 
@@ -108,6 +128,12 @@ func (s *Server) postKafka(clientHost string, request []byte, answer func(wire.R
 // is bounded by the cores' own limits.
 func (s *Server) handleKafka(e event) {
 	s.frontend.HandleKafkaFrom(e.clientHost, e.payload, e.answer)
+	switch apiKey(e.payload) {
+	case produceKey:
+		traceAck(s.config.ID, ackProduceHandled)
+	case fetchKey:
+		traceAck(s.config.ID, ackFetchHandled)
+	}
 	s.kafka.shared.queue.release(int64(len(e.payload)))
 	if isProduce(e.payload) {
 		// A Produce request's bytes are appended to the log, or refused,

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/wire"
 )
 
@@ -53,6 +54,8 @@ type kafkaShared struct {
 	// refused logs requests refused for what the client sent (too large,
 	// undecodable), sampled: a hostile client can send thousands a second.
 	refused *sampledLog
+	// node is the broker's id, for the acks path's trace (acktrace.go).
+	node metadata.BrokerID
 }
 
 // requestReadAheadBytes is how much of a request body is allocated before
@@ -72,16 +75,23 @@ const requestReadAheadBytes = 1 << 20
 type kafkaHandle func(clientHost string, request []byte, answer func(response wire.Response, err error))
 
 // pendingResponse is one request's place in its connection's response
-// order; ready is closed once the answer is in.
+// order; answered is set once the answer is in (under kafkaConn.mu).
 type pendingResponse struct {
-	ready    chan struct{}
+	answered bool
 	response wire.Response
 	err      error
+	// rest is what is left to write of a response the node loop began to
+	// write itself (writeNow) and the socket did not take whole.
+	rest [][]byte
+	// apiKey is the request's, for the acks path's trace.
+	apiKey int16
 }
 
 // kafkaConn is one Kafka client connection: a reader goroutine that frames
-// requests and hands them on, and a writer goroutine that writes responses
-// in request order, whatever order the answers come in. Kafka clients
+// requests and hands them on, and responses written in request order,
+// whatever order the answers come in: by the goroutine that answers (the
+// node loop) when its answer is the oldest unwritten, small, in memory, and
+// the socket takes it at once (answer), else by a writer goroutine. Kafka clients
 // pipeline (kgo and librdkafka send several requests before reading) and
 // match responses to requests by position as much as by correlation id, so
 // the order is the protocol's, not an optimisation.
@@ -96,10 +106,18 @@ type kafkaConn struct {
 	clientHost string
 	// slots holds one token per request in flight: the reader puts one in
 	// before it hands a request on, blocking when MaxInFlight are there,
-	// and the writer takes it out once the response is written.
+	// and whoever writes the response takes it out once it is written.
 	slots chan struct{}
-	// order holds the requests in flight, oldest first.
-	order   chan *pendingResponse
+	// mu guards queue and writing. queue holds the requests in flight
+	// whose responses are not written yet, oldest first; writing is set
+	// while the writer goroutine writes the oldest, and only the writer
+	// goroutine takes it out then.
+	mu      sync.Mutex
+	queue   []*pendingResponse
+	writing bool
+	// wake tells the writer goroutine that the oldest response may be
+	// ready to write.
+	wake    chan struct{}
 	done    chan struct{}
 	closing sync.Once
 }
@@ -108,8 +126,7 @@ func newKafkaConn(c net.Conn, shared *kafkaShared) *kafkaConn {
 	limits := shared.limits
 	return &kafkaConn{c: c, shared: shared, limits: limits, log: shared.log.With("client", c.RemoteAddr().String()),
 		clientHost: clientHost(c.RemoteAddr()),
-		slots:      make(chan struct{}, limits.MaxInFlight), order: make(chan *pendingResponse, limits.MaxInFlight),
-		done: make(chan struct{})}
+		slots:      make(chan struct{}, limits.MaxInFlight), wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 // serve runs the connection until either side closes it.
@@ -129,9 +146,14 @@ func (k *kafkaConn) serve() {
 			k.readFailed(err)
 			return
 		}
-		pending := &pendingResponse{ready: make(chan struct{})}
-		k.order <- pending // never blocks: it has as many places as slots
-		k.shared.handle(k.clientHost, request, pending.answer)
+		pending := &pendingResponse{apiKey: apiKey(request)}
+		k.traceRequest(pending.apiKey, ackRequestRead, ackFetchRead)
+		k.mu.Lock()
+		k.queue = append(k.queue, pending) // at most MaxInFlight: one per slot
+		k.mu.Unlock()
+		k.shared.handle(k.clientHost, request, func(response wire.Response, err error) {
+			k.answer(pending, response, err)
+		})
 	}
 }
 
@@ -149,11 +171,100 @@ func (k *kafkaConn) readFailed(err error) {
 	}
 }
 
-// answer records the answer and wakes the writer; a second call is a
-// programmer error (wire answers exactly once).
-func (p *pendingResponse) answer(response wire.Response, err error) {
-	p.response, p.err = response, err
-	close(p.ready)
+// answer records a request's answer (wire answers exactly once, on the
+// node loop). If it is the oldest unwritten and the writer goroutine is
+// idle, it is written at once, as far as the socket takes it without
+// waiting (writeNow); whatever is left, and every other answer, goes to
+// the writer goroutine, which keeps the responses in request order.
+func (k *kafkaConn) answer(pending *pendingResponse, response wire.Response, err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if pending.answered {
+		panic("kafka request answered twice")
+	}
+	pending.response, pending.err, pending.answered = response, err, true
+	for !k.writing && len(k.queue) > 0 && k.queue[0].answered && k.queue[0].rest == nil {
+		head := k.queue[0]
+		if head.err != nil || !k.writeNow(head) {
+			break
+		}
+		k.queue[0] = nil
+		k.queue = k.queue[1:]
+		<-k.slots // the request's place, which its reader took
+	}
+	if !k.writing && len(k.queue) > 0 && k.queue[0].answered {
+		select {
+		case k.wake <- struct{}{}:
+		default: // already woken
+		}
+	}
+}
+
+// writeNow writes a response on the answering goroutine as far as the
+// socket takes it at once, and reports whether it was all written; what
+// is left is kept in rest for the writer goroutine. A response with file
+// ranges (sendfile) is left to the writer whole. An error closes the
+// connection.
+func (k *kafkaConn) writeNow(pending *pendingResponse) bool {
+	response := pending.response
+	if response.Bytes == nil {
+		return true // acks=0: no response
+	}
+	buffers, ok := responseBuffers(response)
+	if !ok {
+		return false
+	}
+	written, err := writeNow(k.c, buffers)
+	if err != nil {
+		k.log.Debug("kafka write failed", "error", err)
+		k.close()
+		return false
+	}
+	if rest := skipBytes(buffers, written); len(rest) > 0 {
+		pending.rest = rest
+		return false
+	}
+	k.traceRequest(pending.apiKey, ackProduceWritten, ackFetchAnswerWritten)
+	return true
+}
+
+// maxWriteNowBytes bounds a response the node loop writes itself: the
+// acks path's answers (a produce answer, a follower's fetch answer of a
+// few batches) are far smaller; a larger one is worth its hand-off to the
+// writer goroutine, which copies it to the socket beside the loop.
+const maxWriteNowBytes = 64 << 10
+
+// responseBuffers are a response's pieces with its size prefix, or false
+// when it holds file ranges (written with sendfile) or is larger than
+// maxWriteNowBytes.
+func responseBuffers(response wire.Response) ([][]byte, bool) {
+	size := response.Size()
+	if size > maxWriteNowBytes {
+		return nil, false
+	}
+	buffers := make([][]byte, 0, 2+2*len(response.Splices))
+	buffers = append(buffers, binary.BigEndian.AppendUint32(make([]byte, 0, 4), uint32(size)))
+	next := 0
+	for _, splice := range response.Splices {
+		if len(splice.Ranges) > 0 {
+			return nil, false
+		}
+		buffers = append(buffers, response.Bytes[next:splice.At], splice.Bytes)
+		next = splice.At
+	}
+	return append(buffers, response.Bytes[next:]), true
+}
+
+// skipBytes is what is left of buffers after their first n bytes.
+func skipBytes(buffers [][]byte, n int) [][]byte {
+	for len(buffers) > 0 && n >= len(buffers[0]) {
+		n -= len(buffers[0])
+		buffers = buffers[1:]
+	}
+	if len(buffers) > 0 && n > 0 {
+		buffers = append([][]byte{buffers[0][n:]}, buffers[1:]...)
+	}
+	return buffers
 }
 
 // errConnectionClosed ends a read that was waiting for room in the
@@ -212,34 +323,62 @@ func (k *kafkaConn) readBody(size int) ([]byte, error) {
 	return body, nil
 }
 
-// writeLoop writes the responses in request order; an error answer closes
-// the connection, as Kafka does for a request it cannot understand.
+// writeLoop writes the responses in request order that the answering
+// goroutine did not write whole itself; an error answer closes the
+// connection, as Kafka does for a request it cannot understand.
 func (k *kafkaConn) writeLoop() {
 	defer k.close()
 	for {
-		var pending *pendingResponse
 		select {
-		case pending = <-k.order:
+		case <-k.wake:
 		case <-k.done:
 			return
 		}
-		select {
-		case <-pending.ready:
-		case <-k.done:
-			return
-		}
-		if pending.err != nil {
-			k.shared.refused.Log("client", k.c.RemoteAddr().String(), "error", pending.err)
-			return
-		}
-		if pending.response.Bytes != nil { // nil for acks=0: no response
-			if err := k.writeResponse(pending.response); err != nil {
-				k.log.Debug("kafka write failed", "error", err)
+		for {
+			k.mu.Lock()
+			if len(k.queue) == 0 || !k.queue[0].answered {
+				k.mu.Unlock()
+				break
+			}
+			pending := k.queue[0]
+			k.writing = true
+			k.mu.Unlock()
+			ok := k.writePending(pending)
+			k.mu.Lock()
+			k.queue[0] = nil
+			k.queue = k.queue[1:]
+			k.writing = false
+			k.mu.Unlock()
+			if !ok {
 				return
 			}
+			<-k.slots
 		}
-		<-k.slots
 	}
+}
+
+// writePending writes one answered response, or the rest of one begun
+// on the answering goroutine, and reports whether the connection goes on.
+func (k *kafkaConn) writePending(pending *pendingResponse) bool {
+	if pending.err != nil {
+		k.shared.refused.Log("client", k.c.RemoteAddr().String(), "error", pending.err)
+		return false
+	}
+	if pending.rest != nil {
+		k.c.SetWriteDeadline(time.Now().Add(writeTimeout))
+		rest := net.Buffers(pending.rest)
+		if _, err := rest.WriteTo(k.c); err != nil {
+			k.log.Debug("kafka write failed", "error", err)
+			return false
+		}
+	} else if pending.response.Bytes == nil { // acks=0: no response
+		return true
+	} else if err := k.writeResponse(pending.response); err != nil {
+		k.log.Debug("kafka write failed", "error", err)
+		return false
+	}
+	k.traceRequest(pending.apiKey, ackProduceWritten, ackFetchAnswerWritten)
+	return true
 }
 
 // writeResponse writes the size, then the response's bytes with its record
@@ -274,6 +413,17 @@ func (k *kafkaConn) writeResponse(response wire.Response) error {
 	buffers = append(buffers, response.Bytes[next:])
 	_, err := buffers.WriteTo(k.c)
 	return err
+}
+
+// traceRequest marks a step of the acks path (acktrace.go) for a Produce
+// or a Fetch on this connection.
+func (k *kafkaConn) traceRequest(key int16, produce, fetch ackStep) {
+	switch key {
+	case produceKey:
+		traceAckOn(k.shared.node, produce, k.c, false)
+	case fetchKey:
+		traceAckOn(k.shared.node, fetch, k.c, false)
+	}
 }
 
 func (k *kafkaConn) close() {

@@ -99,6 +99,7 @@ func (s *Server) handleFetcherEvent(e event) {
 		s.frontend.FetcherDisconnected(e.source, e.fetcherConn)
 	case eventFetcherResponse:
 		s.frontend.FetcherReceived(e.source, e.fetcherConn, e.payload)
+		traceAck(s.config.ID, ackFollowerAppended)
 		// The replicas took what they append within the call, and the
 		// fetcher keeps no record bytes past it (fetcher.Received).
 		s.kafka.shared.buffers.put(e.payload)
@@ -125,7 +126,7 @@ func (d *dialer) dialLoop(ctx context.Context) {
 			continue
 		}
 		backoff = backoffInitial
-		cn := newClientConn(c)
+		cn := newClientConn(c, d.s.config.ID)
 		id := fetcher.ConnID(nextFetcherConn.Add(1))
 		stop := context.AfterFunc(ctx, cn.close)
 		d.s.post(event{kind: eventFetcherUp, source: d.source, fetcherConn: id, client: cn})

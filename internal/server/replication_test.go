@@ -15,7 +15,7 @@ import (
 
 // createReplicatedTopic creates a topic with replication factor 3 through
 // the Kafka listener.
-func createReplicatedTopic(ctx context.Context, t *testing.T, client *kgo.Client, name string, partitions int32, minInsync string) {
+func createReplicatedTopic(ctx context.Context, t testing.TB, client *kgo.Client, name string, partitions int32, minInsync string) {
 	t.Helper()
 	request := kmsg.NewPtrCreateTopicsRequest()
 	entry := kmsg.NewCreateTopicsRequestTopic()

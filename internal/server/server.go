@@ -455,21 +455,27 @@ func (s *Server) handleAnswer(answer quorum.Answer) {
 	}
 }
 
-// flush ends a pass of the node loop. The logs the pass wrote get their
-// sync jobs first, one per log (group commit, broker.Node.TakeSyncs),
-// which the I/O workers start on at once (syncer.go); then what the pass
-// let out goes out without waiting for them: the records it appended, to
-// the followers whose fetches wait for them, so a follower copies and
-// syncs a batch while its leader syncs the same batch, and what earlier
-// syncs let out (acks=all answers, the followers' next fetches), requests
-// to controllers, and every quorum Ready. Rule unsynced-ack keeps its
-// meaning: the replicas count a log end only once a completed job
-// (eventSynced) says it is durable, and hold back what depends on it.
+// flush ends a pass of the node loop. What the pass let out goes out
+// first, written by the loop itself as far as the sockets take it at once
+// (writeNow): the records it appended, to the followers whose fetches
+// wait for them, so a follower copies and syncs a batch while its leader
+// syncs the same batch; what earlier syncs let out (acks=all answers, the
+// followers' next fetches); requests to controllers. Then the logs the
+// pass wrote get their sync jobs, one per log (group commit,
+// broker.Node.TakeSyncs), which the I/O workers start on at once
+// (syncer.go), and every quorum Ready is carried out. The answers go
+// before the syncs start because the follower's copy, its fsync and its
+// next fetch are the longer path to an acks=all answer than the leader's
+// own fsync: a worker woken first would take a CPU the loop's writes
+// need (docs/benchmarks.md, "One acknowledged write"). Rule unsynced-ack
+// keeps its meaning: the replicas count a log end only once a completed
+// job (eventSynced) says it is durable, and hold back what depends on it.
 func (s *Server) flush() error {
+	traceAck(s.config.ID, ackFlush)
+	s.flushFrontEnd()
 	if node := s.lifecycle.Node(); node != nil {
 		s.startSyncs(node)
 	}
-	s.flushFrontEnd()
 	for s.quorum != nil && s.quorum.HasReady() && s.fatal == nil {
 		if err := s.carryOut(s.quorum.Ready()); err != nil {
 			return err

@@ -59,6 +59,7 @@ func (s *Server) syncWorker() {
 	defer s.syncs.workers.Done()
 	for job := range s.syncs.jobs {
 		err := job.job.Run()
+		traceAck(s.config.ID, ackSyncRun)
 		s.post(event{kind: eventSynced, sync: job, syncErr: err})
 	}
 }
@@ -84,6 +85,7 @@ func (s *Server) startSyncs(node *broker.Node) {
 	for _, job := range node.TakeSyncs(room) {
 		s.syncs.out++
 		s.syncs.jobs <- syncJob{node: node, job: job}
+		traceAck(s.config.ID, ackSyncBegin)
 	}
 }
 
@@ -93,4 +95,5 @@ func (s *Server) handleSynced(e event) {
 	if node := s.lifecycle.Node(); node == e.sync.node {
 		node.Synced(e.sync.job, e.syncErr)
 	}
+	traceAck(s.config.ID, ackSyncHandled)
 }
