@@ -102,8 +102,10 @@ func (l *Log) Read(from record.Offset, maxBytes int64, upTo record.Offset) (Read
 // read is complete.
 func (l *Log) readSegmentLocked(s *segment, result *ReadResult, position int64, maxBytes int64, upTo record.Offset, first *bool) (int64, bool, error) {
 	chunk := Chunk{File: s.file, Position: position}
+	headers := newHeaderReader(s)
+	defer headers.release()
 	for position < s.size {
-		header, err := s.readHeader(position)
+		header, err := headers.header(position)
 		if err == nil && position+batchSize(header) > s.size {
 			err = fmt.Errorf("batch of %d bytes runs past the segment end: %w", batchSize(header), record.ErrCorrupt)
 		}
