@@ -148,10 +148,17 @@ func (o benchConsumeOptions) measureConsume(ctx context.Context, progress *bench
 	}
 	defer readers.close()
 	report := &consumeReport{Topic: o.topic, Partitions: len(partitions), Consumers: len(readers.clients)}
+	stopProfile := func() error { return nil }
+	if cpuProfile != "" {
+		if stopProfile, err = startCPUProfile(cpuProfile); err != nil {
+			return nil, err
+		}
+	}
 	progress.begin("consume", readers.records.Load)
 	before, began := processCPU(), time.Now()
 	err = readers.run(ctx)
 	elapsed := time.Since(began)
+	err = errors.Join(err, stopProfile())
 	progress.end()
 	report.Records, report.ValueBytes = readers.records.Load(), readers.valueBytes.Load()
 	if inProcess {

@@ -107,12 +107,14 @@ func TestBenchEndToEnd(t *testing.T) {
 // tide bench consume --dev starts a cluster, fills the topic and reads it
 // all back, with up to two consumers (kgo's sticky partitioner may have
 // put every record in one partition, and an empty one gets no consumer),
-// and measures the process's CPU.
+// and measures the process's CPU; --cpuprofile profiles the read.
 func TestBenchConsumeDev(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster; skipped with -short")
 	}
-	out := mustRun(t, "", "", "bench", "consume", "--dev", "1", "--records", "500", "--duration", "0", "--consumers", "2", "--size", "100", "--json")
+	profilePath := filepath.Join(t.TempDir(), "read.prof")
+	out := mustRun(t, "", "", "bench", "consume", "--dev", "1", "--records", "500", "--duration", "0", "--consumers", "2", "--size", "100", "--json",
+		"--cpuprofile", profilePath)
 	var report consumeReport
 	if err := json.Unmarshal([]byte(out), &report); err != nil {
 		t.Fatalf("bench consume --json: %v\n%s", err, out)
@@ -120,6 +122,10 @@ func TestBenchConsumeDev(t *testing.T) {
 	if report.Cluster == "" || report.Fill == nil || report.Fill.Records != 500 || report.Records != 500 || report.ValueBytes != 500*100 ||
 		report.Consumers < 1 || report.Consumers > 2 || report.Partitions != 3 || report.CPU == nil || report.CPU.ProcessCPUSeconds <= 0 {
 		t.Fatalf("bench consume --dev 1: %s", out)
+	}
+	// The profile of the read alone, started and stopped by consume itself.
+	if profile, err := os.ReadFile(profilePath); err != nil || len(profile) < 2 || profile[0] != 0x1f || profile[1] != 0x8b {
+		t.Fatalf("bench consume --cpuprofile %s: %d bytes, %v", profilePath, len(profile), err)
 	}
 }
 

@@ -156,3 +156,44 @@ func BenchmarkIndexMemory(b *testing.B) {
 		b.ReportMetric(grown/1024/(float64(appended)/(1<<30)), "heap-KiB/GiB")
 	}
 }
+
+// BenchmarkReadFromStart is a consumer reading a log from its start, one
+// fetch of 1 MiB (max.partition.fetch.bytes) after another, across
+// segments of 16 MiB whose indexes are spilled (only the active segment's
+// are in memory): the chunks' lookup alone, since the server sends their
+// bytes with sendfile. Each read goes on where the last ended, so the
+// start is found at a read cursor rather than by a binary search of reads
+// of the segment's index file (readcursor.go).
+func BenchmarkReadFromStart(b *testing.B) {
+	for _, size := range []int{1 << 10, 16 << 10, 512 << 10} {
+		b.Run(fmt.Sprintf("batch=%dKiB", size>>10), func(b *testing.B) {
+			l, err := Open(Config{FS: disk.OS(), Dir: b.TempDir(), SegmentBytes: 16 << 20})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { l.Close() })
+			template := producerBatch(size)
+			for l.SizeBytes() < 96<<20 {
+				if _, err := appendValidatedAsLeader(l, append([]byte(nil), template...), 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			end := l.LogEndOffset()
+			b.ResetTimer()
+			var read int64
+			offset := record.Offset(0)
+			for range b.N {
+				result, err := l.Read(offset, 1<<20, end)
+				if err != nil {
+					b.Fatal(err)
+				}
+				read += result.SizeBytes
+				offset = result.NextOffset
+				if offset >= end {
+					offset = 0
+				}
+			}
+			b.SetBytes(read / int64(b.N))
+		})
+	}
+}

@@ -52,6 +52,9 @@ type Log struct {
 	// active segment that takes appends. There is always at least one.
 	segments []*segment
 	epochs   leaderepoch.Cache
+	// cursors are where recent reads ended, so that the next read from
+	// there skips the index lookup (readcursor.go).
+	cursors readCursors
 
 	logStartOffset record.Offset
 	// durableEndOffset is the offset below which every byte is synced.

@@ -69,27 +69,43 @@ func (l *Log) Read(from record.Offset, maxBytes int64, upTo record.Offset) (Read
 		return result, nil
 	}
 	index := l.segmentIndexLocked(from)
+	start, known := l.cursors.find(l.segments[index], l.syncGeneration, from)
 	first := true
 	for ; index < len(l.segments); index++ {
-		done, err := l.readSegmentLocked(l.segments[index], &result, from, maxBytes, upTo, &first)
-		if err != nil || done {
+		if !known {
+			found, ok, err := l.segments[index].find(from)
+			if err != nil {
+				return result, err
+			}
+			if !ok {
+				continue // every batch of this segment ends below from
+			}
+			start = found.position
+		}
+		end, done, err := l.readSegmentLocked(l.segments[index], &result, start, maxBytes, upTo, &first)
+		if err != nil {
 			return result, err
 		}
+		if done {
+			if !result.Empty() {
+				l.cursors.remember(from, readCursor{segment: l.segments[index], generation: l.syncGeneration, offset: result.NextOffset, position: end})
+			}
+			return result, nil
+		}
+		known = false
 	}
 	return result, nil
 }
 
-// readSegmentLocked adds the segment's qualifying batches to result and
-// reports whether the read is complete.
-func (l *Log) readSegmentLocked(s *segment, result *ReadResult, from record.Offset, maxBytes int64, upTo record.Offset, first *bool) (bool, error) {
-	found, ok, err := s.find(from)
-	if err != nil || !ok {
-		return false, err
-	}
-	chunk := Chunk{File: s.file, Position: found.position}
-	position := found.position
+// readSegmentLocked adds the segment's qualifying batches from position
+// on to result, and returns the position it stopped at and whether the
+// read is complete.
+func (l *Log) readSegmentLocked(s *segment, result *ReadResult, position int64, maxBytes int64, upTo record.Offset, first *bool) (int64, bool, error) {
+	chunk := Chunk{File: s.file, Position: position}
+	headers := newHeaderReader(s)
+	defer headers.release()
 	for position < s.size {
-		header, err := s.readHeader(position)
+		header, err := headers.header(position)
 		if err == nil && position+batchSize(header) > s.size {
 			err = fmt.Errorf("batch of %d bytes runs past the segment end: %w", batchSize(header), record.ErrCorrupt)
 		}
@@ -97,7 +113,7 @@ func (l *Log) readSegmentLocked(s *segment, result *ReadResult, from record.Offs
 			err = fmt.Errorf("batch at offset %d follows one ending at %d: %w", header.BaseOffset, result.NextOffset, record.ErrCorrupt)
 		}
 		if err != nil {
-			return true, &CorruptionError{Segment: segmentFileName(s.baseOffset), Position: position, Offset: result.NextOffset, Cause: err}
+			return position, true, &CorruptionError{Segment: segmentFileName(s.baseOffset), Position: position, Offset: result.NextOffset, Cause: err}
 		}
 		if header.NextOffset() > upTo || (!*first && result.SizeBytes+batchSize(header) > maxBytes) {
 			break
@@ -114,7 +130,7 @@ func (l *Log) readSegmentLocked(s *segment, result *ReadResult, from record.Offs
 	if chunk.Size > 0 {
 		result.Chunks = append(result.Chunks, chunk)
 	}
-	return position < s.size, nil
+	return position, position < s.size, nil
 }
 
 // segmentIndexLocked returns the index of the segment holding offset: the

@@ -269,10 +269,10 @@ func (s *segment) find(offset record.Offset) (batchPosition, bool, error) {
 	if offset >= s.nextOffset {
 		return batchPosition{}, false, nil
 	}
-	if offset < s.baseOffset {
-		offset = s.baseOffset
+	position := int64(0) // a read that goes on from the segment before starts at its first batch
+	if offset > s.baseOffset {
+		position = s.index.lookup(uint32(offset - s.baseOffset))
 	}
-	position := s.index.lookup(uint32(offset - s.baseOffset))
 	for position < s.size {
 		header, err := s.readHeader(position)
 		if err != nil {

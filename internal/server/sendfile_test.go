@@ -12,7 +12,7 @@ import (
 )
 
 // tcpPair returns both ends of a loopback TCP connection.
-func tcpPair(t *testing.T) (client, server net.Conn) {
+func tcpPair(t testing.TB) (client, server net.Conn) {
 	t.Helper()
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
