@@ -55,15 +55,15 @@ func startLimitedNode(t *testing.T, configure func(*Config), fs disk.FS) *Server
 	return node
 }
 
-// stallFS is the real disk, except that while its gate is shut every Sync
-// of a partition log waits for it to open: the node loop, which syncs
-// before an acks=all produce counts (flush=always), stalls as it would on
-// a disk that stopped answering.
+// stallFS is the real disk, except that while its gate is shut every Write
+// and Sync of a partition log waits for it to open: the node loop, which
+// appends to the log itself (its syncs run on I/O workers), stalls as it
+// would on a disk that stopped answering.
 type stallFS struct {
 	disk.FS
 	mu   sync.Mutex
 	shut chan struct{} // nil when open
-	// stalled receives a value each time a Sync starts waiting.
+	// stalled receives a value each time a Write or Sync starts waiting.
 	stalled chan struct{}
 }
 
@@ -123,6 +123,11 @@ func (f *stallFile) Sync() error {
 	return f.File.Sync()
 }
 
+func (f *stallFile) Write(p []byte) (int, error) {
+	f.fs.wait(f.Name())
+	return f.File.Write(p)
+}
+
 // OSFile keeps sendfile working through the wrapper.
 func (f *stallFile) OSFile() *os.File { return f.File.(disk.OSFile).OSFile() }
 
@@ -152,7 +157,7 @@ func liveHeap() uint64 {
 }
 
 // 20 connections each sending 10 MiB produces while the node loop is
-// stalled (a partition sync that does not return): the requests read and
+// stalled (a partition write that does not return): the requests read and
 // not taken stay within queued.max.request.bytes, and the broker's heap
 // within that plus a bounded overhead, instead of each connection reading
 // up to its in-flight limit (20 x 100 x 10 MiB). Once the loop resumes the
@@ -188,7 +193,7 @@ func TestQueuedRequestBytesBoundMemoryDuringStall(t *testing.T) {
 	select {
 	case <-fs.stalled:
 	case <-ctx.Done():
-		t.Fatal("the node loop never reached the stalled sync")
+		t.Fatal("the node loop never reached the stalled write")
 	}
 	request := produceRequestBytes("stall", requestBytes) // shared by every writer: counted once
 	baseline := liveHeap()
