@@ -394,3 +394,26 @@ func TestConsumerGroupRegexSubscription(t *testing.T) {
 	bad.SubscribedTopicRegex = stringPointer("(")
 	expectBeat(t, h, bad, kerr.InvalidRegularExpression.Message)
 }
+
+// Members whose sessions end together are fenced one append each, as each
+// of Kafka's session timers fences one member: in one append, many
+// members' records could outgrow a batch the offsets topic takes, and the
+// refused append would unload the coordinator, whose successor restarts
+// the sessions and writes the same batch again (the simulator's
+// group-does-not-settle found that loop).
+func TestConsumerGroupFencesExpiredMembersOneAppendEach(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	expectBeat(t, h, consumerJoin("g", "a", "t"), "epoch 1 assigned [0 1 2]")
+	for _, member := range []string{"b", "c"} {
+		h.send(consumerJoin("g", member, "t"))
+	}
+	before := len(h.appendOrder)
+	h.advance(DefaultConfig().ConsumerSessionTimeoutMs + 1)
+	if group := h.coordinator.consumerGroups["g"]; len(group.members) != 0 {
+		t.Fatalf("members left after their sessions ended: %d", len(group.members))
+	}
+	if appends := len(h.appendOrder) - before; appends != 3 {
+		t.Fatalf("three expired members fenced in %d appends, want one each", appends)
+	}
+	checkReloads(t, h)
+}

@@ -425,12 +425,18 @@ func (c *Coordinator) removeConsumerMember(group *consumerGroup, member *consume
 }
 
 // tickConsumerGroup fences the members whose session or rebalance timeout
-// has passed, as a leave (-1) would remove them.
+// has passed, as a leave (-1) would remove them. Each removal is its own
+// append, as each of Kafka's session timers fences one member: the
+// records of many members removed at once could outgrow a batch the
+// offsets topic takes (MESSAGE_TOO_LARGE), and a refused append unloads
+// the coordinator, whose successor starts every loaded member's session
+// again and, when they expire together, writes the same batch again,
+// forever (the simulator's check that groups settle after healing found
+// a group stuck so with five dead members).
 func (c *Coordinator) tickConsumerGroup(group *consumerGroup) {
 	if group.earliestDeadlineMs() > c.nowMs {
 		return
 	}
-	c.beginChange(group)
 	for _, id := range group.sortedMemberIDs() {
 		member := group.members[id]
 		sessionOver := c.nowMs >= member.sessionDeadlineMs
@@ -442,9 +448,10 @@ func (c *Coordinator) tickConsumerGroup(group *consumerGroup) {
 			member.sessionDeadlineMs = c.at(c.nowMs + 1) // again at the next tick
 			continue
 		}
+		c.beginChange(group)
 		c.removeConsumerMember(group, member)
+		c.writeConsumerGroup(group, func(int16) {})
 	}
-	c.writeConsumerGroup(group, func(int16) {})
 }
 
 func stringOrEmpty(value *string) string {

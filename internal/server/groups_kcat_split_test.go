@@ -46,8 +46,13 @@ func (m *kcatMember) reset() {
 
 // TestTwoKcatMembersSplitTheTopic: a second `kcat -G` joining the group of a
 // first takes half of a 4-partition topic's partitions, and the two
-// together read every partition (issue 14's must-hold, librdkafka's range
-// assignor over the classic protocol).
+// together read every partition (issue 14's must-hold), over the classic
+// protocol with each of librdkafka's assignors: range (an eager rebalance:
+// the first member gives up everything, then both are assigned) and
+// cooperative-sticky (KIP-429's incremental rebalance: the first member
+// keeps two partitions and revokes only the two the second then gets, in a
+// second rebalance; kcat assigns incrementally when librdkafka says the
+// protocol is COOPERATIVE).
 func TestTwoKcatMembersSplitTheTopic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a tide process; skipped with -short")
@@ -57,6 +62,15 @@ func TestTwoKcatMembersSplitTheTopic(t *testing.T) {
 	if err != nil {
 		t.Skip("kcat is not installed (apt-get install kcat); .ci/run installs it")
 	}
+	for _, strategy := range []string{"range", "cooperative-sticky"} {
+		t.Run(strategy, func(t *testing.T) {
+			t.Parallel()
+			splitWithKcat(t, kcat, strategy)
+		})
+	}
+}
+
+func splitWithKcat(t *testing.T, kcat, strategy string) {
 	c := newGroupCluster(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -64,7 +78,7 @@ func TestTwoKcatMembersSplitTheTopic(t *testing.T) {
 	start := func() *kcatMember {
 		member := &kcatMember{}
 		member.cmd = exec.CommandContext(ctx, kcat, "-b", c.seeds()[0], "-G", "splitters", "-q", "-u", "-f", `%p:%o\n`,
-			"-X", "auto.offset.reset=earliest", "-X", "partition.assignment.strategy=range", "split")
+			"-X", "auto.offset.reset=earliest", "-X", "partition.assignment.strategy="+strategy, "split")
 		member.cmd.Stdout = member
 		if err := member.cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -87,6 +101,9 @@ func TestTwoKcatMembersSplitTheTopic(t *testing.T) {
 		time.Sleep(time.Second)
 		a, b := first.partitions(), second.partitions()
 		if len(a) == 2 && len(b) == 2 && !slices.ContainsFunc(a, func(p string) bool { return slices.Contains(b, p) }) {
+			// The group runs the assignor asked for: librdkafka did not
+			// fall back to another.
+			classicGroupDescribed(strategy)(ctx, t, c.seeds(), "splitters", 2)
 			return
 		}
 		if time.Now().After(deadline) {

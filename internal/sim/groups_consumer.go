@@ -95,6 +95,13 @@ type consumerMember struct {
 	releasing map[int32]*partitionClaim
 	fetching  []int32
 	position  map[int32]int64
+	// full is set when the member's last request failed or was refused:
+	// its next heartbeat sends every field (rebalance timeout,
+	// subscription, owned partitions), as the Java client's and
+	// franz-go's do, so that the coordinator answers with its whole
+	// assignment, which a lost answer may have carried (Kafka answers
+	// a partial heartbeat with an assignment only when it changed).
+	full bool
 }
 
 // consumerLoad is the KIP-848 members, their random stream, and the
@@ -136,7 +143,7 @@ func (w *world) consumerStep() {
 			continue
 		}
 		due := w.now >= m.heartbeatAt || len(m.releasing) > 0
-		acts := load.random.Float64() < consumerActRate
+		acts := !w.membersOnly && load.random.Float64() < consumerActRate
 		switch {
 		case m.coordinator == 0:
 			w.findConsumerCoordinator(m)
@@ -195,14 +202,14 @@ func (w *world) sendConsumer(m *consumerMember, to metadata.BrokerID, request km
 		}
 		m.waiting = false
 		if !ok {
-			m.coordinator, m.nextAt = 0, w.now+groupRetryTicks
+			m.coordinator, m.nextAt, m.full = 0, w.now+groupRetryTicks, true
 			return
 		}
 		answered(response)
 	})
 	if !sent {
 		m.waiting = false
-		m.coordinator, m.nextAt = 0, w.now+groupRetryTicks
+		m.coordinator, m.nextAt, m.full = 0, w.now+groupRetryTicks, true
 	}
 }
 
@@ -227,6 +234,9 @@ func (m *consumerMember) handleConsumerCode(w *world, code int16) bool {
 	switch code {
 	case 0:
 		return true
+	}
+	m.full = true
+	switch code {
 	case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code:
 		m.coordinator = 0
 	case kerr.FencedMemberEpoch.Code, kerr.UnknownMemberID.Code:

@@ -35,8 +35,11 @@ func (w *world) consumerHeartbeat(m *consumerMember, epoch int32) {
 		}
 	case epoch > 0:
 		m.releasing = map[int32]*partitionClaim{}
-		if load.random.IntN(4) == 0 {
+		if load.random.IntN(4) == 0 || m.full {
 			request.SubscribedTopicNames = []string{workloadTopic} // unchanged, sent in full now and then
+		}
+		if m.full {
+			request.RebalanceTimeoutMillis = consumerRebalanceTimeoutMs
 		}
 		request.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 		if owned := sortedClaims(m.owned); len(owned) > 0 {
@@ -58,7 +61,7 @@ func (w *world) consumerHeartbeat(m *consumerMember, epoch int32) {
 			m.epoch, m.heartbeatAt = 0, w.now+100+load.random.Int64N(300) // joins again later
 			return
 		}
-		m.epoch = response.MemberEpoch
+		m.epoch, m.full = response.MemberEpoch, false
 		m.heartbeatAt = w.now + int64(max(response.HeartbeatIntervalMillis, 10)/10)
 		if response.Assignment != nil {
 			w.takeAssignment(m, response.Assignment)

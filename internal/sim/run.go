@@ -247,6 +247,8 @@ func (w *world) tick(workload, faults bool) {
 	}
 	if workload {
 		w.workload.tick()
+	} else if w.membersOnly {
+		w.consumerStep() // heartbeats only: the group settles (groups_settle.go)
 	}
 	w.resetLostConns()
 	for _, m := range w.network.due() {
@@ -294,11 +296,18 @@ func (w *world) heal(healTicks int64) {
 	deadline := w.now + healTicks
 	quietFrom := w.now + healTicks/2
 	for w.now < deadline && w.checker.violation == nil {
+		// Past quietFrom nothing is written but what the KIP-848 members'
+		// heartbeats are, as a live consumer goes on heartbeating after
+		// the cluster heals.
+		w.membersOnly = w.now >= quietFrom
 		w.tick(w.now < quietFrom, false)
 		if w.now >= quietFrom && w.converged() {
 			w.traceOfflineByDesign()
 			w.checkProducedAfterHealing(healedAt)
 			w.checker.checkLogs(true)
+			if w.checker.violation == nil {
+				w.settleConsumerGroup()
+			}
 			return
 		}
 	}

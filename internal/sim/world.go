@@ -29,6 +29,9 @@ type world struct {
 	machines    []*brokerProcess
 	controllers []*controllerNode
 	voters      []metadata.BrokerID
+	// membersOnly is set once healing has gone quiet: the KIP-848 members
+	// heartbeat (and fetch offsets) but take no other action.
+	membersOnly bool
 	// raftSource feeds etcd/raft's election jitter during this world's
 	// raft calls (raftrand.go).
 	raftSource *rand.ChaCha8
