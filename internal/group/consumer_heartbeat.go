@@ -2,6 +2,7 @@ package group
 
 import (
 	"errors"
+	"math"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -148,6 +149,13 @@ func (c *Coordinator) answerConsumerWaits() {
 
 // consumerHeartbeat handles a join (epoch 0) or a heartbeat (epoch > 0).
 func (c *Coordinator) consumerHeartbeat(group *consumerGroup, client Client, request *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+	if group.epoch == math.MaxInt32 {
+		// Every change bumps the group epoch, which cannot grow any more:
+		// refuse before anything changes rather than overflow (found by
+		// FuzzLoad, from a stored epoch; 2^31 changes of one group
+		// otherwise).
+		return heartbeatError(request, kerr.UnknownServerError.Code, "the group epoch cannot grow any more: delete the group")
+	}
 	owned := consumerheartbeat.Owned(request, func(id [16]byte) (string, bool) { return c.topicName(group, id) })
 	member, code := c.consumerMemberFor(group, client, request, owned)
 	if code != 0 {
@@ -421,7 +429,9 @@ func (c *Coordinator) removeConsumerMember(group *consumerGroup, member *consume
 		delete(group.instances, *member.metadata.instanceID)
 	}
 	c.refreshSubscriptionMetadata(group)
-	group.epoch++
+	if group.epoch < math.MaxInt32 { // a group at the largest epoch takes no heartbeat (consumerHeartbeat)
+		group.epoch++
+	}
 }
 
 // tickConsumerGroup fences the members whose session or rebalance timeout

@@ -214,7 +214,16 @@ func decodeGroupEpochValue(bytes []byte, what string) (int32, error) {
 	}
 	epoch := reader.Int32()
 	reader.skipTags()
-	return epoch, reader.done(what)
+	if err := reader.done(what); err != nil {
+		return 0, err
+	}
+	// A group epoch only ever grows by one from 0: a stored negative one is
+	// not one tide wrote (found by FuzzLoad; the largest one is refused
+	// growth instead, consumerGroup.bumpEpoch).
+	if epoch < 0 {
+		return 0, fmt.Errorf("%s: group epoch %d out of range", what, epoch)
+	}
+	return epoch, nil
 }
 
 func decodePartitionMetadataValue(bytes []byte) ([]consumerTopicMetadata, error) {

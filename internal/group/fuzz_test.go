@@ -37,6 +37,11 @@ func FuzzLoad(f *testing.F) {
 		memberKey.encode(), encodeMemberMetadataValue(consumerMemberMetadata{subscribedTopicNames: []string{"t"}, rebalanceTimeoutMs: 1000}))
 	f.Add(consumerKey{recordType: recordTypeConsumerGroupMetadata, group: "c"}.encode(), encodeGroupEpochValue(4), false,
 		consumerKey{recordType: recordTypeConsumerGroupTargetAssignmentMetadata, group: "c"}.encode(), encodeGroupEpochValue(9))
+	// Consumer group metadata records whose group epoch is the largest
+	// int32 or one below: the next changes of the group overflowed it
+	// (found by this target).
+	f.Add([]byte("\x00\x03\x00\x010"), []byte("\x00\x00\x7f\xff\xff\xff\x00"), false, []byte("0"), []byte("0"))
+	f.Add([]byte("\x00\x03\x00\x010"), []byte("\x00\x00\x7f\xff\xff\xfe\x00"), false, []byte("0"), []byte("0"))
 	f.Fuzz(func(t *testing.T, key, value []byte, tombstone bool, secondKey, secondValue []byte) {
 		if tombstone {
 			value = nil
