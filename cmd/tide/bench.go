@@ -214,23 +214,14 @@ func runBenchProduce(ctx context.Context, cmd *cobra.Command, options benchOptio
 		return err
 	}
 	report, err := options.measure(ctx, progressFor(cmd), cluster != nil)
-	if cluster != nil {
-		if stopErr := cluster.stop(); stopErr != nil {
-			err = errors.Join(err, fmt.Errorf("stopping the dev cluster: %w", stopErr))
-		}
-		if report != nil {
-			report.Cluster = cluster.name
-		}
+	if cluster != nil && report != nil {
+		report.Cluster = cluster.name
 	}
+	var printed benchRunReport
 	if report != nil {
-		if printErr := report.print(cmd.OutOrStdout(), options.json); printErr != nil && err == nil {
-			err = printErr
-		}
+		printed = *report
 	}
-	if err != nil {
-		return fmt.Errorf("bench produce: %w", err)
-	}
-	return nil
+	return endBenchRun(cmd, "produce", options.json, cluster, printed, err)
 }
 
 // measure runs the phases against the load's bootstrap. It answers no

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -136,4 +137,30 @@ func newCPUFigure(used time.Duration, valueBytes int64) *cpuFigure {
 		figure.ProcessCPUSecondsPerGiB = used.Seconds() / (float64(valueBytes) / bytesPerGiB)
 	}
 	return figure
+}
+
+// benchRunReport is what a bench mode prints: a table, or one JSON object.
+type benchRunReport interface {
+	print(out io.Writer, asJSON bool) error
+}
+
+// endBenchRun ends a bench mode's run the same way for every mode: it
+// stops the dev cluster the run started (nil: none), prints the report
+// (nil: the run failed before it had one) and names the mode in the
+// error.
+func endBenchRun(cmd *cobra.Command, mode string, asJSON bool, cluster *benchCluster, report benchRunReport, err error) error {
+	if cluster != nil {
+		if stopErr := cluster.stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping the dev cluster: %w", stopErr))
+		}
+	}
+	if report != nil {
+		if printErr := report.print(cmd.OutOrStdout(), asJSON); printErr != nil && err == nil {
+			err = printErr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("bench %s: %w", mode, err)
+	}
+	return nil
 }

@@ -102,23 +102,14 @@ func runBenchConsume(ctx context.Context, cmd *cobra.Command, options benchConsu
 	if err == nil {
 		report, err = options.measureConsume(ctx, progress, cluster != nil)
 	}
-	if cluster != nil {
-		if stopErr := cluster.stop(); stopErr != nil {
-			err = errors.Join(err, fmt.Errorf("stopping the dev cluster: %w", stopErr))
-		}
-		if report != nil {
-			report.Cluster, report.Fill = cluster.name, fill
-		}
+	if cluster != nil && report != nil {
+		report.Cluster, report.Fill = cluster.name, fill
 	}
+	var printed benchRunReport
 	if report != nil {
-		if printErr := report.print(cmd.OutOrStdout(), options.json); printErr != nil && err == nil {
-			err = printErr
-		}
+		printed = *report
 	}
-	if err != nil {
-		return fmt.Errorf("bench consume: %w", err)
-	}
-	return nil
+	return endBenchRun(cmd, "consume", options.json, cluster, printed, err)
 }
 
 // measureConsume reads the topic from its start to the high watermarks

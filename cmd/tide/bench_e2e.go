@@ -107,23 +107,14 @@ func runBenchEndToEnd(ctx context.Context, cmd *cobra.Command, options benchEndT
 		return err
 	}
 	report, err := options.measure(ctx, progressFor(cmd))
-	if cluster != nil {
-		if stopErr := cluster.stop(); stopErr != nil {
-			err = errors.Join(err, fmt.Errorf("stopping the dev cluster: %w", stopErr))
-		}
-		if report != nil {
-			report.Cluster = cluster.name
-		}
+	if cluster != nil && report != nil {
+		report.Cluster = cluster.name
 	}
+	var printed benchRunReport
 	if report != nil {
-		if printErr := report.print(cmd.OutOrStdout(), options.json); printErr != nil && err == nil {
-			err = printErr
-		}
+		printed = *report
 	}
-	if err != nil {
-		return fmt.Errorf("bench e2e: %w", err)
-	}
-	return nil
+	return endBenchRun(cmd, "e2e", options.json, cluster, printed, err)
 }
 
 // measure runs one end-to-end phase; no report when it failed before.
