@@ -2,7 +2,9 @@ package disk
 
 import (
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 )
 
 // BenchmarkAppendSync measures the common log path: append a batch, sync.
@@ -60,4 +62,38 @@ func BenchmarkCrashClone(b *testing.B) {
 		seed++
 		m.CrashClone(seed)
 	}
+}
+
+// BenchmarkAppendSyncLatency is one append of 4 KiB and its fsync, timed
+// one by one, on the directory TMPDIR names (b.TempDir): the disk's own
+// floor under an acks=all write, whose answer waits for a follower's
+// fsync. It reports the percentiles of the pairs as well as the mean.
+//
+//	go test ./internal/disk/ -run XXX -bench AppendSyncLatency -benchtime 2000x
+//	TMPDIR=/dev/shm go test ./internal/disk/ -run XXX -bench AppendSyncLatency -benchtime 2000x
+func BenchmarkAppendSyncLatency(b *testing.B) {
+	file, err := OS().Create(b.TempDir() + "/log")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer file.Close()
+	batch := make([]byte, 4096)
+	var latencies []time.Duration
+	b.SetBytes(int64(len(batch)))
+	for b.Loop() {
+		began := time.Now()
+		if _, err := file.Write(batch); err != nil {
+			b.Fatal(err)
+		}
+		if err := file.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		latencies = append(latencies, time.Since(began))
+	}
+	slices.Sort(latencies)
+	for _, percentile := range []int{50, 90, 99} {
+		index := min(len(latencies)-1, len(latencies)*percentile/100)
+		b.ReportMetric(float64(latencies[index].Microseconds()), fmt.Sprintf("p%d-µs", percentile))
+	}
+	b.ReportMetric(float64(latencies[len(latencies)-1].Microseconds()), "max-µs")
 }
