@@ -83,7 +83,7 @@ replication), and runs on each, with the same client and settings:
 Each cluster is started anew for each of --rounds rounds, tide first;
 the table shows each figure's median over the rounds and the ratio
 tide/kfake (above 1 is better for rates, below 1 for latencies and CPU).
-CPU is of the whole process (brokers and client) per GiB produced. kfake
+CPU is of the whole process (brokers and client) per GiB produced or read. kfake
 keeps every record in memory: a round holds what its phases produced.
 
   tide bench compare --rounds 3 --duration 5s
@@ -165,7 +165,7 @@ var compareFigureNames = []struct {
 }{
 	{"produce records/s", true, false}, {"produce MiB/s", true, false}, {"produce CPU s/GiB (process)", false, false},
 	{"produce latency p50 ms", false, false}, {"produce latency p99 ms", false, false},
-	{"consume MiB/s", true, false}, {"consume records/s", true, false},
+	{"consume MiB/s", true, false}, {"consume records/s", true, false}, {"consume CPU s/GiB (process)", false, false},
 	{"consume seconds read", false, true}, {"consume passes", false, true},
 	{"e2e latency p50 ms", false, false}, {"e2e latency p99 ms", false, false}, {"e2e latency max ms", false, false},
 }
@@ -212,8 +212,8 @@ func (o benchCompareOptions) runPhasesOn(ctx context.Context, progress *benchPro
 		"produce latency p50 ms":      latency.P50Ms, "produce latency p99 ms": latency.P99Ms,
 		"consume MiB/s": consumed.MiBPerSecond, "consume records/s": consumed.RecordsPerSecond,
 		"consume seconds read": consumed.ElapsedSeconds, "consume passes": float64(consumed.Passes),
+		"consume CPU s/GiB (process)": consumed.CPU.ProcessCPUSecondsPerGiB, "e2e latency max ms": endToEnd.Latency.MaxMs,
 		"e2e latency p50 ms": endToEnd.Latency.P50Ms, "e2e latency p99 ms": endToEnd.Latency.P99Ms,
-		"e2e latency max ms": endToEnd.Latency.MaxMs,
 	}, nil
 }
 
