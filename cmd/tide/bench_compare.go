@@ -24,13 +24,19 @@ type benchCompareOptions struct {
 	benchOptions
 	rounds int
 	rate   int
+	// consumeMinimum is --consume-duration: each round's consume phase
+	// reads the topic again until its reads add up to this long.
+	consumeMinimum time.Duration
 }
 
 // compareFigure is one figure of both clusters: every round's value, the
-// medians, and their ratio tide/kfake (0 when kfake's median is 0).
+// medians, and their ratio tide/kfake (0 when kfake's median is 0). An
+// informational figure says what was measured (how long the reads took)
+// and is neither better nor worse.
 type compareFigure struct {
 	Name           string    `json:"name"`
 	HigherIsBetter bool      `json:"higher_is_better"`
+	Informational  bool      `json:"informational,omitempty"`
 	Tide           []float64 `json:"tide"`
 	Kfake          []float64 `json:"kfake"`
 	TideMedian     float64   `json:"tide_median"`
@@ -40,17 +46,20 @@ type compareFigure struct {
 
 // compareReport is one run of tide bench compare.
 type compareReport struct {
-	Brokers    int             `json:"brokers"`
-	Rounds     int             `json:"rounds"`
-	Topic      string          `json:"topic"`
-	Partitions int32           `json:"partitions"`
-	Acks       string          `json:"acks"`
-	ValueBytes int             `json:"value_bytes"`
-	Producers  int             `json:"producers"`
-	Consumers  int             `json:"consumers"`
-	Seconds    float64         `json:"phase_seconds"`
-	RateTarget int             `json:"e2e_rate_target"`
-	Figures    []compareFigure `json:"figures"`
+	Brokers    int     `json:"brokers"`
+	Rounds     int     `json:"rounds"`
+	Topic      string  `json:"topic"`
+	Partitions int32   `json:"partitions"`
+	Acks       string  `json:"acks"`
+	ValueBytes int     `json:"value_bytes"`
+	Producers  int     `json:"producers"`
+	Consumers  int     `json:"consumers"`
+	Seconds    float64 `json:"phase_seconds"`
+	RateTarget int     `json:"e2e_rate_target"`
+	// ConsumeSeconds is --consume-duration: the least time each round's
+	// consume phase spent reading.
+	ConsumeSeconds float64         `json:"consume_seconds_min"`
+	Figures        []compareFigure `json:"figures"`
 }
 
 func newBenchCompareCommand() *cobra.Command {
@@ -65,13 +74,16 @@ replication), and runs on each, with the same client and settings:
 
   produce     a warmup, then the throughput phase and the one-at-a-time
               latency phase of tide bench produce
-  consume     the topic read from its start, as tide bench consume
+  consume     the topic read from its start, as tide bench consume, and
+              read again with new consumers until the reads add up to
+              --consume-duration (the fill is a few seconds of produce,
+              whose read alone would last under a second)
   e2e         produce to consume latency, as tide bench e2e (--rate)
 
 Each cluster is started anew for each of --rounds rounds, tide first;
 the table shows each figure's median over the rounds and the ratio
 tide/kfake (above 1 is better for rates, below 1 for latencies and CPU).
-CPU is of the whole process (brokers and client) per GiB produced. kfake
+CPU is of the whole process (brokers and client) per GiB produced or read. kfake
 keeps every record in memory: a round holds what its phases produced.
 
   tide bench compare --rounds 3 --duration 5s
@@ -90,6 +102,8 @@ keeps every record in memory: a round holds what its phases produced.
 	options.devBrokers = 3
 	flags.IntVar(&options.rounds, "rounds", 3, "rounds; each figure is the median over them")
 	flags.IntVar(&options.rate, "rate", 1000, "records per second of the e2e phase (0: as fast as the producers go)")
+	flags.DurationVar(&options.consumeMinimum, "consume-duration", 5*time.Second,
+		"consume: read the topic from its start again, with new consumers, until the reads add up to this long (0: once)")
 	flags.DurationVar(&options.warmup, "warmup", time.Second, "produce and e2e: run this long, uncounted, before measuring")
 	flags.Uint64Var(&options.seed, "seed", 1, "seed of the random values (producer i takes seed+i)")
 	return command
@@ -104,8 +118,8 @@ func (o *benchCompareOptions) validate() error {
 		return usageError{fmt.Errorf("--dev %d: compare starts its clusters, want 1 to %d brokers", o.devBrokers, devBrokersMax)}
 	case o.rounds < 1 || o.rounds > benchRoundsMax:
 		return usageError{fmt.Errorf("--rounds %d: want 1 to %d", o.rounds, benchRoundsMax)}
-	case o.rate < 0 || o.warmup < 0:
-		return usageError{fmt.Errorf("--rate and --warmup must not be negative")}
+	case o.rate < 0 || o.warmup < 0 || o.consumeMinimum < 0:
+		return usageError{fmt.Errorf("--rate, --warmup and --consume-duration must not be negative")}
 	}
 	o.mode, o.maxBufferedRecords, o.idempotent = "both", 100_000, o.acks == "all"
 	return nil
@@ -120,7 +134,7 @@ func runBenchCompare(ctx context.Context, cmd *cobra.Command, options benchCompa
 	}
 	report := compareReport{Brokers: options.devBrokers, Rounds: options.rounds, Topic: options.topic, Partitions: options.partitions,
 		Acks: options.acks, ValueBytes: options.size, Producers: options.producers, Consumers: options.consumers,
-		Seconds: options.duration.Seconds(), RateTarget: options.rate}
+		Seconds: options.duration.Seconds(), RateTarget: options.rate, ConsumeSeconds: options.consumeMinimum.Seconds()}
 	progress := progressFor(cmd)
 	rounds := map[string][]map[string]float64{}
 	for round := range options.rounds {
@@ -145,13 +159,15 @@ func runBenchCompare(ctx context.Context, cmd *cobra.Command, options benchCompa
 // compareFigureNames are the figures of a round, in the order printed,
 // each with whether a higher value is better.
 var compareFigureNames = []struct {
-	name   string
-	higher bool
+	name          string
+	higher        bool
+	informational bool
 }{
-	{"produce records/s", true}, {"produce MiB/s", true}, {"produce CPU s/GiB (process)", false},
-	{"produce latency p50 ms", false}, {"produce latency p99 ms", false},
-	{"consume MiB/s", true}, {"consume records/s", true},
-	{"e2e latency p50 ms", false}, {"e2e latency p99 ms", false}, {"e2e latency max ms", false},
+	{"produce records/s", true, false}, {"produce MiB/s", true, false}, {"produce CPU s/GiB (process)", false, false},
+	{"produce latency p50 ms", false, false}, {"produce latency p99 ms", false, false},
+	{"consume MiB/s", true, false}, {"consume records/s", true, false}, {"consume CPU s/GiB (process)", false, false},
+	{"consume seconds read", false, true}, {"consume passes", false, true},
+	{"e2e latency p50 ms", false, false}, {"e2e latency p99 ms", false, false}, {"e2e latency max ms", false, false},
 }
 
 // runRound starts the target's cluster, runs every phase on it and stops
@@ -181,7 +197,7 @@ func (o benchCompareOptions) runPhasesOn(ctx context.Context, progress *benchPro
 	if err != nil {
 		return nil, fmt.Errorf("produce: %w", err)
 	}
-	consumed, err := benchConsumeOptions{o.benchOptions}.measureConsume(ctx, progress, true)
+	consumed, err := benchConsumeOptions{benchOptions: o.benchOptions}.measureConsume(ctx, progress, true, o.consumeMinimum)
 	if err != nil {
 		return nil, fmt.Errorf("consume: %w", err)
 	}
@@ -195,8 +211,9 @@ func (o benchCompareOptions) runPhasesOn(ctx context.Context, progress *benchPro
 		"produce CPU s/GiB (process)": throughput.CPU.ProcessCPUSecondsPerGiB,
 		"produce latency p50 ms":      latency.P50Ms, "produce latency p99 ms": latency.P99Ms,
 		"consume MiB/s": consumed.MiBPerSecond, "consume records/s": consumed.RecordsPerSecond,
+		"consume seconds read": consumed.ElapsedSeconds, "consume passes": float64(consumed.Passes),
+		"consume CPU s/GiB (process)": consumed.CPU.ProcessCPUSecondsPerGiB, "e2e latency max ms": endToEnd.Latency.MaxMs,
 		"e2e latency p50 ms": endToEnd.Latency.P50Ms, "e2e latency p99 ms": endToEnd.Latency.P99Ms,
-		"e2e latency max ms": endToEnd.Latency.MaxMs,
 	}, nil
 }
 
@@ -204,7 +221,7 @@ func (o benchCompareOptions) runPhasesOn(ctx context.Context, progress *benchPro
 func compareFigures(tide, kfake []map[string]float64) []compareFigure {
 	var figures []compareFigure
 	for _, named := range compareFigureNames {
-		figure := compareFigure{Name: named.name, HigherIsBetter: named.higher}
+		figure := compareFigure{Name: named.name, HigherIsBetter: named.higher, Informational: named.informational}
 		for _, round := range tide {
 			figure.Tide = append(figure.Tide, round[named.name])
 		}
@@ -238,16 +255,20 @@ func (r compareReport) print(out io.Writer, asJSON bool) error {
 		return json.NewEncoder(out).Encode(r)
 	}
 	fmt.Fprintf(out, "tide dev (%d brokers, disk, fsync before ack) vs kfake (%d brokers, memory); median of %d rounds\n", r.Brokers, r.Brokers, r.Rounds)
-	fmt.Fprintf(out, "topic %s, %d partitions, acks=%s, %d-byte values, %d producers, %d consumers, phases of %gs, e2e at %d records/s\n\n",
+	fmt.Fprintf(out, "topic %s, %d partitions, acks=%s, %d-byte values, %d producers, %d consumers, phases of %gs, e2e at %d records/s\n",
 		r.Topic, r.Partitions, r.Acks, r.ValueBytes, r.Producers, r.Consumers, r.Seconds, r.RateTarget)
+	fmt.Fprintf(out, "consume: the produced topic read from its start, again and again until the reads add up to %gs\n\n", r.ConsumeSeconds)
 	table := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(table, "figure\ttide\tkfake\ttide/kfake\t")
 	for _, figure := range r.Figures {
-		better := "lower is better"
-		if figure.HigherIsBetter {
+		better, ratio := "lower is better", fmt.Sprintf("%.2f", figure.Ratio)
+		switch {
+		case figure.Informational:
+			better, ratio = "what was measured", "-"
+		case figure.HigherIsBetter:
 			better = "higher is better"
 		}
-		fmt.Fprintf(table, "%s\t%.2f\t%.2f\t%.2f\t  %s\n", figure.Name, figure.TideMedian, figure.KfakeMedian, figure.Ratio, better)
+		fmt.Fprintf(table, "%s\t%.2f\t%.2f\t%s\t  %s\n", figure.Name, figure.TideMedian, figure.KfakeMedian, ratio, better)
 	}
 	return table.Flush()
 }

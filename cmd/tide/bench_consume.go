@@ -20,14 +20,20 @@ import (
 // producer settings fill the topic first when the run starts the cluster.
 type benchConsumeOptions struct {
 	benchOptions
+	// profileRead has --cpuprofile cover the read alone (tide bench
+	// consume); compare profiles its whole run instead.
+	profileRead bool
 }
 
 // consumeReport is one run of tide bench consume.
 type consumeReport struct {
-	Cluster          string  `json:"cluster,omitempty"`
-	Topic            string  `json:"topic"`
-	Partitions       int     `json:"partitions"`
-	Consumers        int     `json:"consumers"` // at most one per partition
+	Cluster    string `json:"cluster,omitempty"`
+	Topic      string `json:"topic"`
+	Partitions int    `json:"partitions"`
+	Consumers  int    `json:"consumers"` // at most one per partition
+	// Passes is how many times the range was read; the figures are the
+	// sums over them (compare reads until a minimum time has passed).
+	Passes           int     `json:"passes"`
 	Records          int64   `json:"records"`
 	ValueBytes       int64   `json:"value_bytes"`
 	ElapsedSeconds   float64 `json:"elapsed_seconds"`
@@ -86,6 +92,7 @@ func runBenchConsume(ctx context.Context, cmd *cobra.Command, options benchConsu
 		}
 	}
 	options.mode, options.maxBufferedRecords, options.idempotent = "throughput", 100_000, options.acks == "all"
+	options.profileRead = true
 	cluster, err := options.startBenchCluster(ctx, cmd.ErrOrStderr())
 	if err != nil {
 		return err
@@ -100,7 +107,7 @@ func runBenchConsume(ctx context.Context, cmd *cobra.Command, options benchConsu
 	}
 	var report *consumeReport
 	if err == nil {
-		report, err = options.measureConsume(ctx, progress, cluster != nil)
+		report, err = options.measureConsume(ctx, progress, cluster != nil, 0)
 	}
 	if cluster != nil && report != nil {
 		report.Cluster, report.Fill = cluster.name, fill
@@ -112,48 +119,42 @@ func runBenchConsume(ctx context.Context, cmd *cobra.Command, options benchConsu
 	return endBenchRun(cmd, "consume", options.json, cluster, printed, err)
 }
 
+// benchConsumePassesMax bounds the passes of one consume phase: a
+// minimum read time on a small topic must still end.
+const benchConsumePassesMax = 10_000
+
 // measureConsume reads the topic from its start to the high watermarks
-// of the moment; no report when the run failed before reading.
-func (o benchConsumeOptions) measureConsume(ctx context.Context, progress *benchProgress, inProcess bool) (*consumeReport, error) {
-	admin, metadata, err := o.connect(ctx, []string{o.topic})
+// of the moment, and reads that same range again, each time with new
+// consumers, until the reads add up to at least minimum (0: once), so
+// that a short read is not a figure one scheduling hiccup decides. The
+// figures are the sums over the passes: connecting and listing offsets
+// are not counted. No report when the run failed before reading.
+func (o benchConsumeOptions) measureConsume(ctx context.Context, progress *benchProgress, inProcess bool, minimum time.Duration) (*consumeReport, error) {
+	offsets, partitions, err := o.topicRange(ctx)
 	if err != nil {
 		return nil, err
 	}
-	topic, err := topicMetadata(metadata, o.topic)
-	if err != nil {
-		admin.Close()
-		return nil, fmt.Errorf("topic %s: %w", o.topic, err)
-	}
-	var partitions []int32
-	for _, partition := range topic.Partitions {
-		partitions = append(partitions, partition.Partition)
-	}
-	offsets, err := o.listOffsets(ctx, admin, o.topic, partitions)
-	admin.Close()
-	if err != nil {
-		return nil, err
-	}
-	readers, err := o.connectRangeReaders(ctx, offsets)
-	if err != nil {
-		return nil, err
-	}
-	defer readers.close()
-	report := &consumeReport{Topic: o.topic, Partitions: len(partitions), Consumers: len(readers.clients)}
+	report := &consumeReport{Topic: o.topic, Partitions: partitions}
 	stopProfile := func() error { return nil }
-	if cpuProfile != "" {
+	if o.profileRead && cpuProfile != "" {
 		if stopProfile, err = startCPUProfile(cpuProfile); err != nil {
 			return nil, err
 		}
 	}
-	progress.begin("consume", readers.records.Load)
-	before, began := processCPU(), time.Now()
-	err = readers.run(ctx)
-	elapsed := time.Since(began)
+	var elapsed, cpu time.Duration
+	for report.Passes < benchConsumePassesMax && ctx.Err() == nil && (report.Passes == 0 || elapsed < minimum) {
+		var pass consumePass
+		pass, err = o.readOnce(ctx, progress, offsets)
+		report.Passes++
+		report.Records, report.ValueBytes, report.Consumers = report.Records+pass.records, report.ValueBytes+pass.valueBytes, pass.consumers
+		elapsed, cpu = elapsed+pass.elapsed, cpu+pass.cpu
+		if err != nil || pass.records == 0 {
+			break
+		}
+	}
 	err = errors.Join(err, stopProfile())
-	progress.end()
-	report.Records, report.ValueBytes = readers.records.Load(), readers.valueBytes.Load()
 	if inProcess {
-		report.CPU = newCPUFigure(processCPU()-before, report.ValueBytes)
+		report.CPU = newCPUFigure(cpu, report.ValueBytes)
 	}
 	report.Interrupted = ctx.Err() != nil
 	report.ElapsedSeconds = elapsed.Seconds()
@@ -162,6 +163,51 @@ func (o benchConsumeOptions) measureConsume(ctx context.Context, progress *bench
 		report.MiBPerSecond = float64(report.ValueBytes) / bytesPerMiB / elapsed.Seconds()
 	}
 	return report, err
+}
+
+// topicRange lists the topic's partitions and their earliest and latest
+// offsets: the range every pass of a consume phase reads.
+func (o benchConsumeOptions) topicRange(ctx context.Context) (partitionOffsets, int, error) {
+	admin, metadata, err := o.connect(ctx, []string{o.topic})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer admin.Close()
+	topic, err := topicMetadata(metadata, o.topic)
+	if err != nil {
+		return nil, 0, fmt.Errorf("topic %s: %w", o.topic, err)
+	}
+	var partitions []int32
+	for _, partition := range topic.Partitions {
+		partitions = append(partitions, partition.Partition)
+	}
+	offsets, err := o.listOffsets(ctx, admin, o.topic, partitions)
+	return offsets, len(partitions), err
+}
+
+// consumePass is one read of the range: what it read, with how many
+// consumers, how long the read took and the process CPU it used.
+type consumePass struct {
+	records, valueBytes int64
+	consumers           int
+	elapsed, cpu        time.Duration
+}
+
+// readOnce connects new consumers and reads the range once; the clock
+// and the CPU count runs from the first fetch to the last record.
+func (o benchConsumeOptions) readOnce(ctx context.Context, progress *benchProgress, offsets partitionOffsets) (consumePass, error) {
+	readers, err := o.connectRangeReaders(ctx, offsets)
+	if err != nil {
+		return consumePass{}, err
+	}
+	defer readers.close()
+	progress.begin("consume", readers.records.Load)
+	before, began := processCPU(), time.Now()
+	err = readers.run(ctx)
+	pass := consumePass{elapsed: time.Since(began), cpu: processCPU() - before, consumers: len(readers.clients)}
+	progress.end()
+	pass.records, pass.valueBytes = readers.records.Load(), readers.valueBytes.Load()
+	return pass, err
 }
 
 // rangeReaders are the consumers of tide bench consume: each reads the
@@ -258,8 +304,12 @@ func (r consumeReport) print(out io.Writer, asJSON bool) error {
 	if r.Interrupted {
 		interrupted = " (interrupted)"
 	}
-	_, err := fmt.Fprintf(out, "read %d records (%d value bytes) from %d partitions of %s with %d consumers in %.2fs: %.0f records/s, %.2f MiB/s%s\n",
-		r.Records, r.ValueBytes, r.Partitions, r.Topic, r.Consumers, r.ElapsedSeconds, r.RecordsPerSecond, r.MiBPerSecond, interrupted)
+	passes := ""
+	if r.Passes > 1 {
+		passes = fmt.Sprintf(" (the range read %d times)", r.Passes)
+	}
+	_, err := fmt.Fprintf(out, "read %d records (%d value bytes) from %d partitions of %s with %d consumers in %.2fs%s: %.0f records/s, %.2f MiB/s%s\n",
+		r.Records, r.ValueBytes, r.Partitions, r.Topic, r.Consumers, r.ElapsedSeconds, passes, r.RecordsPerSecond, r.MiBPerSecond, interrupted)
 	if err == nil && r.CPU != nil {
 		_, err = fmt.Fprintf(out, "reading: %.2f CPU seconds of this whole process (brokers and client), %.2f per GiB of values\n",
 			r.CPU.ProcessCPUSeconds, r.CPU.ProcessCPUSecondsPerGiB)

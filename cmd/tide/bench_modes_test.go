@@ -24,7 +24,7 @@ func TestBenchModesFlagErrors(t *testing.T) {
 		"produce": {{"--mode", "fast"}, {"--warmup", "-1s"}, {"--max-buffered-records", "0"}, {"--acks", "1", "--idempotent"}, {"--consumers", "2"}},
 		"consume": {{"--producers", "2"}, {"--size", "100"}, {"--duration", "1s"}, {"--acks", "1"}},
 		"e2e":     {{"--size", "7"}, {"--rate", "-1"}, {"--warmup", "-1s"}},
-		"compare": {{"--size", "7"}, {"--bootstrap", "127.0.0.1:2"}, {"--rounds", "0"}, {"--rounds", "101"}, {"--dev", "0"}, {"--rate", "-1"}},
+		"compare": {{"--size", "7"}, {"--bootstrap", "127.0.0.1:2"}, {"--rounds", "0"}, {"--rounds", "101"}, {"--dev", "0"}, {"--rate", "-1"}, {"--consume-duration", "-1s"}},
 	}
 	for mode, own := range modes {
 		for _, args := range append(own, shared...) {
@@ -120,7 +120,7 @@ func TestBenchConsumeDev(t *testing.T) {
 		t.Fatalf("bench consume --json: %v\n%s", err, out)
 	}
 	if report.Cluster == "" || report.Fill == nil || report.Fill.Records != 500 || report.Records != 500 || report.ValueBytes != 500*100 ||
-		report.Consumers < 1 || report.Consumers > 2 || report.Partitions != 3 || report.CPU == nil || report.CPU.ProcessCPUSeconds <= 0 {
+		report.Consumers < 1 || report.Consumers > 2 || report.Partitions != 3 || report.Passes != 1 || report.CPU == nil || report.CPU.ProcessCPUSeconds <= 0 {
 		t.Fatalf("bench consume --dev 1: %s", out)
 	}
 	// The profile of the read alone, started and stopped by consume itself.
@@ -130,13 +130,15 @@ func TestBenchConsumeDev(t *testing.T) {
 }
 
 // tide bench compare runs every phase on both clusters and pools one
-// value per round and figure; the figures themselves are not judged.
+// value per round and figure; the figures themselves are not judged. The
+// consume phase reads the small topic again until --consume-duration has
+// passed in reads, so it reads it more than once.
 func TestBenchCompare(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts clusters; skipped with -short")
 	}
 	out := mustRun(t, "", "", "bench", "compare", "--dev", "1", "--rounds", "1", "--records", "200", "--duration", "0",
-		"--warmup", "0", "--rate", "0", "--size", "64", "--json")
+		"--warmup", "0", "--rate", "0", "--size", "64", "--consume-duration", "300ms", "--json")
 	var report compareReport
 	if err := json.Unmarshal([]byte(out), &report); err != nil {
 		t.Fatalf("bench compare --json: %v\n%s", err, out)
@@ -147,6 +149,10 @@ func TestBenchCompare(t *testing.T) {
 	for _, figure := range report.Figures {
 		if len(figure.Tide) != 1 || len(figure.Kfake) != 1 || figure.TideMedian <= 0 || figure.KfakeMedian <= 0 {
 			t.Fatalf("bench compare, figure %s: %+v", figure.Name, figure)
+		}
+		least := map[string]float64{"consume passes": 2, "consume seconds read": 0.3}[figure.Name]
+		if figure.TideMedian < least || figure.KfakeMedian < least {
+			t.Fatalf("bench compare --consume-duration 300ms, figure %s: %+v, want at least %g", figure.Name, figure, least)
 		}
 	}
 }
