@@ -276,9 +276,15 @@ func (l *Log) Close() error {
 	if l.closed {
 		return nil
 	}
-	l.invalidateSyncsLocked()
-	var err error
-	if l.failure == nil {
+	// The drain leaves every appended byte in the files, synced or not,
+	// as a write(2) per append did: Close without Sync loses nothing to
+	// a process exit. A failed log writes nothing more.
+	failed := l.failure != nil
+	err := l.invalidateSyncsLocked()
+	if failed {
+		err = nil
+	}
+	if err == nil && l.failure == nil {
 		if err = l.syncActiveLocked(); err == nil {
 			l.recoveryPoint = l.durableEndOffset
 			err = l.writeOffsetsCheckpointLocked()
@@ -296,9 +302,13 @@ func (l *Log) Close() error {
 	return err
 }
 
-// syncActiveLocked syncs the active segment and its index while holding the
-// lock: for roll, truncation and close, which are rare.
+// syncActiveLocked drains the pending bytes into the files and syncs the
+// active segment and its index while holding the lock, on the owner's
+// goroutine: for roll, truncation, retention and close, which are rare.
 func (l *Log) syncActiveLocked() error {
+	if err := l.drainLocked(); err != nil {
+		return err
+	}
 	if err := l.segments[len(l.segments)-1].sync(); err != nil {
 		return l.failLocked(fmt.Errorf("sync: %w", err))
 	}
