@@ -56,6 +56,11 @@ type Config struct {
 	// SegmentBytes and MaxBatchBytes size the partition logs.
 	SegmentBytes  int64
 	MaxBatchBytes int
+	// PendingBytesMax bounds each partition log's bytes appended and not
+	// yet written by a sync job (commitlog.Config.PendingBytesMax; zero is
+	// its default, 32 MiB). A produce past it is answered
+	// REQUEST_TIMED_OUT, a follower's fetched records are refetched.
+	PendingBytesMax int64
 	// RetentionMs, RetentionBytes and SegmentMs are the broker's defaults
 	// for every topic's retention.ms, retention.bytes and segment.ms
 	// (LogConfig); zero means Kafka's default (7 days, no limit, 7 days),
@@ -390,7 +395,7 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	log, err := commitlog.Open(commitlog.Config{
 		FS: n.config.FS, Dir: n.partitionDirectory(tp),
 		SegmentBytes: logConfig.SegmentBytes, SegmentAge: logConfig.segmentAge(), MaxBatchBytes: maxBatchBytes,
-		RetentionBytes: -1,
+		RetentionBytes: -1, PendingBytesMax: n.config.PendingBytesMax,
 	})
 	if err != nil {
 		n.failed[tp] = fmt.Errorf("broker %d: open %s: %w", n.config.ID, tp, err)
