@@ -32,7 +32,12 @@ type segment struct {
 	pending     [][]byte
 	pendingOpen bool
 	written     int64
-	index       offsetIndex
+	// pendingRunBytes counts the bytes appended since the last seal, and
+	// pendingBufferHint is that count at the last seal: the room a fresh
+	// pending buffer gets (appendPending).
+	pendingRunBytes   int64
+	pendingBufferHint int64
+	index             offsetIndex
 	// bytesSinceIndexEntry counts the bytes appended since the last index
 	// entry; an entry is added once it reaches the index interval.
 	bytesSinceIndexEntry int64
