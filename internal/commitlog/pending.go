@@ -45,7 +45,11 @@ func (s *segment) appendPending(batches []byte) {
 		room = 2 * int64(cap(s.pending[n-1]))
 	}
 	room = max(int64(len(batches)), min(room, pendingBufferBytesMax))
-	s.pending = append(s.pending, append(make([]byte, 0, room), batches...))
+	buffer := append([]byte(nil), batches...) // the runtime zeroes none of the bytes copied
+	if room > int64(len(batches)) {
+		buffer = append(make([]byte, 0, room), batches...) // this zeroes room first
+	}
+	s.pending = append(s.pending, buffer)
 	s.pendingOpen = true
 	s.pendingRunBytes += int64(len(batches))
 }
