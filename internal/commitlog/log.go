@@ -24,9 +24,12 @@ import (
 // Log is one partition replica's log. Its methods are safe for concurrent
 // use: appends, truncations, syncs and retention are serialised, and reads
 // run alongside each other; a sync job (sync.go) runs alongside all of them
-// but truncations, deletions and Close. The log syncs only when asked
-// (BeginSync, Sync), when a segment rolls, and at Close; when to sync is the caller's decision (the
-// broker's group commit), since only it knows who waits for durability.
+// but rolls, truncations, deletions and Close, which drain the appended
+// bytes into the files themselves. An append copies its batches into
+// memory and a sync job writes them (pending.go). The log syncs only when
+// asked (BeginSync, Sync), when a segment rolls, and at Close; when to
+// sync is the caller's decision (the broker's group commit), since only it
+// knows who waits for durability.
 type Log struct {
 	cfg Config
 	// limits are the checks every appended batch gets, and every batch
@@ -36,10 +39,12 @@ type Log struct {
 
 	mu     sync.RWMutex
 	closed bool
-	// syncMu is held by a SyncJob while it syncs, and taken (after mu) by
-	// the steps that truncate, delete or close files, to start a new
-	// syncGeneration (invalidateSyncsLocked): no job syncs a file those
-	// steps closed, and none completes with offsets they changed.
+	// syncMu is held by a SyncJob while it writes and syncs, and taken
+	// (after mu) by the steps that drain the pending bytes (drainLocked)
+	// or truncate, delete or close files, which start a new syncGeneration
+	// (invalidateSyncsLocked): no job writes or syncs a file those steps
+	// closed, and none completes with offsets they changed. It guards each
+	// segment's written length.
 	// syncGeneration is written holding both mu and syncMu, so either
 	// lock reads it.
 	syncMu         sync.Mutex
