@@ -32,7 +32,8 @@ type ClientAnswer struct {
 	Client    ClientID
 	Partition metadata.TopicPartition
 	// ErrorCode is set, and every other field empty, when the broker has
-	// no replica of the partition (UNKNOWN_TOPIC_OR_PARTITION).
+	// no replica of the partition (UNKNOWN_TOPIC_OR_PARTITION) or refuses a
+	// produce because its log's writes are behind (REQUEST_TIMED_OUT).
 	ErrorCode int16
 	Produce   *replica.ProduceAnswer
 	Fetch     *replica.FetchResponse

@@ -56,6 +56,11 @@ type Config struct {
 	// SegmentBytes and MaxBatchBytes size the partition logs.
 	SegmentBytes  int64
 	MaxBatchBytes int
+	// PendingBytesMax bounds each partition log's bytes appended and not
+	// yet written by a sync job (commitlog.Config.PendingBytesMax; zero is
+	// its default, 32 MiB). A produce past it is answered
+	// REQUEST_TIMED_OUT, a follower's fetched records are refetched.
+	PendingBytesMax int64
 	// RetentionMs, RetentionBytes and SegmentMs are the broker's defaults
 	// for every topic's retention.ms, retention.bytes and segment.ms
 	// (LogConfig); zero means Kafka's default (7 days, no limit, 7 days),
@@ -390,7 +395,7 @@ func (n *Node) ensurePartition(tp metadata.TopicPartition) (*partition, error) {
 	log, err := commitlog.Open(commitlog.Config{
 		FS: n.config.FS, Dir: n.partitionDirectory(tp),
 		SegmentBytes: logConfig.SegmentBytes, SegmentAge: logConfig.segmentAge(), MaxBatchBytes: maxBatchBytes,
-		RetentionBytes: -1,
+		RetentionBytes: -1, PendingBytesMax: n.config.PendingBytesMax,
 	})
 	if err != nil {
 		n.failed[tp] = fmt.Errorf("broker %d: open %s: %w", n.config.ID, tp, err)
@@ -463,6 +468,15 @@ func (n *Node) HandleClient(request ClientRequest) {
 		return
 	}
 	switch {
+	case request.Produce != nil && !n.hasWriteRoom(p, writeRoomForProduce(request.Produce.Batches)):
+		// The log's writes are behind (commitlog PendingBytesMax): the
+		// producer waits for the disk rather than the heap growing. Kafka has no error for "the log's writes are
+		// behind"; REQUEST_TIMED_OUT is retriable and what its producers
+		// get when a write cannot be done in time, and franz-go and the
+		// Java producer retry it. KAFKA_STORAGE_ERROR would say the log
+		// directory is offline, and send the client to refresh metadata.
+		n.outbox.Clients = append(n.outbox.Clients, ClientAnswer{Client: request.Client, Partition: request.Partition, ErrorCode: kerr.RequestTimedOut.Code})
+		return
 	case request.Produce != nil:
 		n.nextRequestID++
 		produce := *request.Produce
@@ -496,6 +510,13 @@ func (n *Node) HandlePeer(from metadata.BrokerID, message PeerMessage) {
 	switch {
 	case message.Fetch != nil:
 		p.replica.HandleFetch(*message.Fetch)
+	case message.FetchResponse != nil && !n.hasWriteRoom(p, int64(len(message.FetchResponse.Records))):
+		// The write backlog is full: the follower takes the response as a
+		// retriable error and fetches the same offset again after its
+		// retry backoff, by when a sync job has written the backlog.
+		refused := *message.FetchResponse
+		refused.ErrorCode, refused.Records = kerr.RequestTimedOut.Code, nil
+		p.replica.HandleFetchResponse(refused)
 	case message.FetchResponse != nil:
 		p.replica.HandleFetchResponse(*message.FetchResponse)
 	case message.OffsetsForLeaderEpoch != nil:
@@ -532,4 +553,22 @@ func sortPartitions(list []metadata.TopicPartition) {
 		}
 		return list[i].Partition < list[j].Partition
 	})
+}
+
+// hasWriteRoom says whether the partition's log can take an append of size
+// bytes now, or is too far behind in writing what it took
+// (commitlog.ErrWriteBacklog). The broker asks before a replica decides an
+// append: once the replica has counted it, a refused append could only
+// take the partition offline.
+func (n *Node) hasWriteRoom(p *partition, size int64) bool {
+	return p.log.CheckWriteBacklog(size) == nil
+}
+
+// writeRoomForProduce is the room a produce of batches asks for: twice
+// their size and a little, since a topic that recompresses may append more
+// bytes than it was sent (compression adds at most a few bytes per batch
+// to incompressible records), and the log must not refuse what the
+// replica has counted.
+func writeRoomForProduce(batches []byte) int64 {
+	return 2*int64(len(batches)) + 1024
 }

@@ -66,8 +66,11 @@ func (n *Node) processFor(tp metadata.TopicPartition, p *partition, to destinati
 			}
 		}
 		n.outbox.Proposals = append(n.outbox.Proposals, ready.Proposals...)
-		if ready.Sync {
-			n.unsynced[tp] = true // a job of the pass's TakeSyncs syncs it
+		if ready.Sync || p.log.PendingBytes() > 0 {
+			// A job of the pass's TakeSyncs syncs it; and writes the
+			// appended bytes, which only a job writes (also with
+			// flush=never, whose replicas ask for no sync).
+			n.unsynced[tp] = true
 		}
 	}
 }
@@ -147,7 +150,10 @@ func (n *Node) route(tp metadata.TopicPartition, p *partition, answer replica.An
 		if err != nil {
 			return fmt.Errorf("read for fetch: %w", err)
 		}
-		if n.config.ZeroCopyReads && to.isClient && result.NextOffset <= p.replica.HighWatermark() && len(result.Chunks) > 0 {
+		// Only a result wholly in files goes out without a copy: bytes not
+		// yet written are in memory (commitlog.Chunk). Below the high
+		// watermark none are, but sendfile must never see a memory chunk.
+		if n.config.ZeroCopyReads && to.isClient && result.NextOffset <= p.replica.HighWatermark() && len(result.Chunks) > 0 && result.InFiles() {
 			chunks = result.Chunks
 		} else if answer.Fetch.Records, err = result.AppendTo(nil); err != nil {
 			return fmt.Errorf("read for fetch: %w", err)

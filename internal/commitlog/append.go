@@ -15,9 +15,12 @@ import (
 // where the previous ended; no batch may carry an epoch below the latest the
 // log has.
 //
-// The batches are not durable when Append returns: the caller syncs (Sync)
-// before their offsets may count as durable, which is how one sync covers
-// every append since the last (the broker's group commit).
+// The log copies the batches into memory (the caller may reuse them once
+// Append returns) and a sync job writes them to the file (pending.go): they
+// are neither written nor durable when Append returns. The caller syncs
+// (BeginSync, Sync) before their offsets may count as durable, which is how
+// one sync covers every append since the last (the broker's group commit).
+// An append the write backlog has no room for is refused (ErrWriteBacklog).
 func (l *Log) Append(batches []byte) (AppendResult, error) {
 	// Validated where they enter the log, outside the lock: it is the
 	// expensive part. The check is the one a batch read back from the disk
@@ -81,6 +84,9 @@ func (l *Log) appendLocked(batches []byte, headers []record.Header) (AppendResul
 	}
 	if int64(len(batches)) > l.cfg.SegmentBytes {
 		return AppendResult{}, fmt.Errorf("%w: %d bytes, segments hold %d", ErrBatchTooLarge, len(batches), l.cfg.SegmentBytes)
+	}
+	if err := l.checkWriteBacklogLocked(int64(len(batches))); err != nil {
+		return AppendResult{}, err
 	}
 	first, last := headers[0], headers[len(headers)-1]
 	end, err := appendEnd(headers)
@@ -234,4 +240,41 @@ func (l *Log) rollLocked() error {
 	l.segments = append(l.segments, next)
 	l.recoveryPoint = l.durableEndOffset
 	return l.writeOffsetsCheckpointLocked()
+}
+
+// CheckWriteBacklog says whether an append of size bytes would be refused
+// for the write backlog (ErrWriteBacklog) right now: a caller that cannot
+// take an append back once it is decided (the broker, whose replica has
+// counted it) asks first. Only a sync job's completion or a drain shrinks
+// the backlog, both on the goroutine that appends, so the answer holds
+// until that goroutine's next append.
+func (l *Log) CheckWriteBacklog(size int64) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.checkWriteBacklogLocked(size)
+}
+
+// PendingBytes is how many appended bytes wait for a sync job to write them.
+func (l *Log) PendingBytes() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.pendingBytesLocked()
+}
+
+// pendingBytesLocked counts the active segment's: a roll drains the
+// segment it closes, so no other has any (assertInvariantsLocked).
+func (l *Log) pendingBytesLocked() int64 {
+	return l.segments[len(l.segments)-1].pendingBytes()
+}
+
+// checkWriteBacklogLocked refuses size more pending bytes past
+// PendingBytesMax, unless none are pending: an append larger than the
+// bound alone goes in once the disk has caught up, so that nothing the log
+// takes at all is refused for ever.
+func (l *Log) checkWriteBacklogLocked(size int64) error {
+	pending := l.pendingBytesLocked()
+	if pending > 0 && pending+size > l.cfg.PendingBytesMax {
+		return fmt.Errorf("%w: %d bytes pending, %d more would pass %d", ErrWriteBacklog, pending, size, l.cfg.PendingBytesMax)
+	}
+	return nil
 }

@@ -102,7 +102,9 @@ func (w *segmentWriter) finish(fs disk.FS, indexName string) error {
 // now: a pass runs at most once per broker cleaner interval.
 func (l *Log) closeRetiredLocked() error {
 	if len(l.cleaner.retired) > 0 {
-		l.invalidateSyncsLocked() // a sync job may name a swapped-out segment
+		// A sync job may name a swapped-out segment. A failed drain fails
+		// the log, which every later call reports; the files close anyway.
+		_ = l.invalidateSyncsLocked()
 	}
 	var err error
 	for _, s := range l.cleaner.retired {

@@ -62,6 +62,14 @@ type Config struct {
 	// means the default, 7 days.
 	RetentionBytes int64
 	RetentionAge   time.Duration
+	// PendingBytesMax bounds the bytes appended and not yet written to a
+	// file (pending.go), which a sync job writes: an append that would take
+	// them past it is refused with ErrWriteBacklog, unless nothing is
+	// pending (so that any append the log takes at all can go in). A disk
+	// that stalls then makes producers wait, rather than the heap grow.
+	// Default 32 MiB: several passes of the node loop at a disk's full
+	// rate, for one partition.
+	PendingBytesMax int64
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -84,6 +92,9 @@ func (c Config) withDefaults() Config {
 	if c.RetentionAge == 0 {
 		c.RetentionAge = 7 * 24 * time.Hour
 	}
+	if c.PendingBytesMax == 0 {
+		c.PendingBytesMax = 32 << 20
+	}
 	return c
 }
 
@@ -102,6 +113,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBatchBytes <= 0 || int64(c.MaxBatchBytes) > c.SegmentBytes {
 		problems = append(problems, fmt.Errorf("max batch bytes %d must be positive and fit a segment of %d bytes", c.MaxBatchBytes, c.SegmentBytes))
+	}
+	if c.PendingBytesMax < 0 {
+		problems = append(problems, fmt.Errorf("pending bytes max %d is negative", c.PendingBytesMax))
 	}
 	if c.SegmentAge < 0 || c.RetentionAge < 0 {
 		problems = append(problems, errors.New("durations must not be negative"))

@@ -26,6 +26,11 @@ var (
 	ErrOffsetSpanTooLarge = errors.New("commitlog: append spans more offsets than a segment can index")
 	// ErrTooManySegments is returned when a roll would exceed SegmentsOpenMax.
 	ErrTooManySegments = errors.New("commitlog: too many segments")
+	// ErrWriteBacklog is returned for an append that would take the bytes
+	// appended and not yet written past Config.PendingBytesMax: the disk is
+	// behind. The log is unchanged; the append may be tried again once
+	// sync jobs have written the backlog (CheckWriteBacklog says when).
+	ErrWriteBacklog = errors.New("commitlog: too many appended bytes wait to be written")
 	// ErrClosed is returned by every operation on a closed log.
 	ErrClosed = errors.New("commitlog: log closed")
 )

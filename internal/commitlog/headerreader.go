@@ -67,7 +67,7 @@ func (r *headerReader) fill(position int64) error {
 		r.window = headerWindows.Get().(*[headerWindowBytes]byte)
 	}
 	length := min(headerWindowBytes, r.segment.size-position)
-	n, err := r.segment.file.ReadAt(r.window[:length], position)
+	n, err := r.segment.readAt(r.window[:length], position)
 	if int64(n) < length {
 		if err == nil || errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF

@@ -95,7 +95,8 @@ func inspectSegment(fs disk.FS, name string, base, expected record.Offset) (Segm
 		report.Damage = fmt.Errorf("segment starts at %d, the previous one ends at %d", base, expected)
 		return report, nil
 	}
-	s := &segment{baseOffset: base, size: size, file: file}
+	s := &segment{baseOffset: base, file: file}
+	s.setFileSize(size) // all of it in the file: the reads are the file's
 	limits := record.Limits{MaxBatchBytes: SegmentBytesMax}
 	for position := int64(0); position < size; {
 		_, header, err := s.readBatch(position, limits)

@@ -24,9 +24,12 @@ import (
 // Log is one partition replica's log. Its methods are safe for concurrent
 // use: appends, truncations, syncs and retention are serialised, and reads
 // run alongside each other; a sync job (sync.go) runs alongside all of them
-// but truncations, deletions and Close. The log syncs only when asked
-// (BeginSync, Sync), when a segment rolls, and at Close; when to sync is the caller's decision (the
-// broker's group commit), since only it knows who waits for durability.
+// but rolls, truncations, deletions and Close, which drain the appended
+// bytes into the files themselves. An append copies its batches into
+// memory and a sync job writes them (pending.go). The log syncs only when
+// asked (BeginSync, Sync), when a segment rolls, and at Close; when to
+// sync is the caller's decision (the broker's group commit), since only it
+// knows who waits for durability.
 type Log struct {
 	cfg Config
 	// limits are the checks every appended batch gets, and every batch
@@ -36,10 +39,12 @@ type Log struct {
 
 	mu     sync.RWMutex
 	closed bool
-	// syncMu is held by a SyncJob while it syncs, and taken (after mu) by
-	// the steps that truncate, delete or close files, to start a new
-	// syncGeneration (invalidateSyncsLocked): no job syncs a file those
-	// steps closed, and none completes with offsets they changed.
+	// syncMu is held by a SyncJob while it writes and syncs, and taken
+	// (after mu) by the steps that drain the pending bytes (drainLocked)
+	// or truncate, delete or close files, which start a new syncGeneration
+	// (invalidateSyncsLocked): no job writes or syncs a file those steps
+	// closed, and none completes with offsets they changed. It guards each
+	// segment's written length.
 	// syncGeneration is written holding both mu and syncMu, so either
 	// lock reads it.
 	syncMu         sync.Mutex
@@ -276,9 +281,15 @@ func (l *Log) Close() error {
 	if l.closed {
 		return nil
 	}
-	l.invalidateSyncsLocked()
-	var err error
-	if l.failure == nil {
+	// The drain leaves every appended byte in the files, synced or not,
+	// as a write(2) per append did: Close without Sync loses nothing to
+	// a process exit. A failed log writes nothing more.
+	failed := l.failure != nil
+	err := l.invalidateSyncsLocked()
+	if failed {
+		err = nil
+	}
+	if err == nil && l.failure == nil {
 		if err = l.syncActiveLocked(); err == nil {
 			l.recoveryPoint = l.durableEndOffset
 			err = l.writeOffsetsCheckpointLocked()
@@ -296,9 +307,13 @@ func (l *Log) Close() error {
 	return err
 }
 
-// syncActiveLocked syncs the active segment and its index while holding the
-// lock: for roll, truncation and close, which are rare.
+// syncActiveLocked drains the pending bytes into the files and syncs the
+// active segment and its index while holding the lock, on the owner's
+// goroutine: for roll, truncation, retention and close, which are rare.
 func (l *Log) syncActiveLocked() error {
+	if err := l.drainLocked(); err != nil {
+		return err
+	}
 	if err := l.segments[len(l.segments)-1].sync(); err != nil {
 		return l.failLocked(fmt.Errorf("sync: %w", err))
 	}

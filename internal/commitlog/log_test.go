@@ -74,12 +74,31 @@ func TestFailedWriteIsFatal(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.inject(faulty)
-			_, err := appendAsLeader(l, testBatches(1, 1, 100, 0), 0)
+			// The append only copies into memory; the sync job's write
+			// fails, and its completion fails the log: never retried.
+			if _, err := appendAsLeader(l, testBatches(1, 1, 100, 0), 0); err != nil {
+				t.Fatalf("append returned %v: an append writes nothing", err)
+			}
+			job, ok := l.BeginSync()
+			if !ok {
+				t.Fatal("nothing to sync after two appends")
+			}
+			runErr := job.Run()
+			if !errors.Is(runErr, c.errno) {
+				t.Fatalf("job returned %v, want %v", runErr, c.errno)
+			}
+			_, err := l.CompleteSync(job, runErr)
 			if !errors.Is(err, ErrLogFailed) || !errors.Is(err, c.errno) {
-				t.Fatalf("append returned %v, want ErrLogFailed wrapping %v", err, c.errno)
+				t.Fatalf("completion returned %v, want ErrLogFailed wrapping %v", err, c.errno)
+			}
+			if _, err := appendAsLeader(l, testBatches(1, 1, 10, 0), 0); !errors.Is(err, ErrLogFailed) {
+				t.Fatalf("append after a failed write returned %v", err)
 			}
 			if _, err := l.TruncateTo(0); !errors.Is(err, ErrLogFailed) {
 				t.Fatalf("truncate after a failed write returned %v", err)
+			}
+			if l.DurableEndOffset() != 0 {
+				t.Fatalf("durable end %d after a failed write, want 0", l.DurableEndOffset())
 			}
 		})
 	}

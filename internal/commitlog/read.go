@@ -8,12 +8,17 @@ import (
 	"github.com/tidelog/tide/internal/record"
 )
 
-// Chunk is a run of whole batches in one segment file: the form in which the
-// server can send them to a socket without copying (sendfile when File is an
-// disk.OSFile). The chunk stays valid until the log truncates or deletes that
-// segment; the caller must finish with it before it asks the log to.
+// Chunk is a run of whole batches of one segment, or a part of one: in the
+// segment's file (File), the form in which the server can send them to a
+// socket without copying (sendfile when File is a disk.OSFile); or, for
+// bytes appended and not yet written (pending.go), in memory (Bytes, File
+// nil), which only a copy (ReadResult.AppendTo) may take. Position is
+// where the bytes sit in the segment either way. A file chunk stays valid
+// until the log truncates or deletes that segment; the caller must finish
+// with it before it asks the log to. A memory chunk's bytes never change.
 type Chunk struct {
 	File     disk.File
+	Bytes    []byte
 	Position int64
 	Size     int64
 }
@@ -32,9 +37,27 @@ type ReadResult struct {
 // Empty reports whether the read found no batch.
 func (r ReadResult) Empty() bool { return len(r.Chunks) == 0 }
 
-// AppendTo reads the chunks' bytes and appends them to dst.
+// InFiles reports whether every chunk is in a file, so that the result may
+// be sent without a copy. A read below the high watermark always is: only
+// bytes past the durable end offset can be pending, and the high watermark
+// counts durable bytes only (with flush=always). The caller checks anyway.
+func (r ReadResult) InFiles() bool {
+	for _, chunk := range r.Chunks {
+		if chunk.File == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// AppendTo reads the chunks' bytes and appends them to dst: a file
+// chunk's from its file, a memory chunk's by copy.
 func (r ReadResult) AppendTo(dst []byte) ([]byte, error) {
 	for _, chunk := range r.Chunks {
+		if chunk.File == nil {
+			dst = append(dst, chunk.Bytes...)
+			continue
+		}
 		start := len(dst)
 		dst = append(dst, make([]byte, chunk.Size)...)
 		if _, err := chunk.File.ReadAt(dst[start:], chunk.Position); err != nil {
@@ -101,7 +124,7 @@ func (l *Log) Read(from record.Offset, maxBytes int64, upTo record.Offset) (Read
 // on to result, and returns the position it stopped at and whether the
 // read is complete.
 func (l *Log) readSegmentLocked(s *segment, result *ReadResult, position int64, maxBytes int64, upTo record.Offset, first *bool) (int64, bool, error) {
-	chunk := Chunk{File: s.file, Position: position}
+	start := position
 	headers := newHeaderReader(s)
 	defer headers.release()
 	for position < s.size {
@@ -122,15 +145,24 @@ func (l *Log) readSegmentLocked(s *segment, result *ReadResult, position int64, 
 			result.FirstOffset = header.BaseOffset
 			*first = false
 		}
-		chunk.Size += batchSize(header)
 		result.SizeBytes += batchSize(header)
 		result.NextOffset = header.NextOffset()
 		position += batchSize(header)
 	}
-	if chunk.Size > 0 {
-		result.Chunks = append(result.Chunks, chunk)
-	}
+	result.Chunks = s.chunks(result.Chunks, start, position)
 	return position, position < s.size, nil
+}
+
+// chunks appends the segment's bytes [start, end) to chunks: the part
+// below flushed as a file chunk, the rest as memory chunks.
+func (s *segment) chunks(chunks []Chunk, start, end int64) []Chunk {
+	if fileEnd := min(end, s.flushed); start < fileEnd {
+		chunks = append(chunks, Chunk{File: s.file, Position: start, Size: fileEnd - start})
+	}
+	if from := max(start, s.flushed); from < end {
+		chunks = s.pendingChunks(chunks, from, end)
+	}
+	return chunks
 }
 
 // segmentIndexLocked returns the index of the segment holding offset: the

@@ -134,7 +134,7 @@ func (l *Log) cutTail(i int, position int64, offset, recoveryPoint record.Offset
 	if err := s.file.Truncate(position); err != nil {
 		return err
 	}
-	s.size = position
+	s.setFileSize(position)
 	return nil
 }
 

@@ -138,7 +138,9 @@ func (l *Log) moveLogStartLocked(offset record.Offset) error {
 		}
 	}
 	if len(l.segments) > 1 && l.segments[1].baseOffset <= offset {
-		l.invalidateSyncsLocked() // a sync job may name a segment about to go
+		if err := l.invalidateSyncsLocked(); err != nil { // a sync job may name a segment about to go
+			return err
+		}
 	}
 	removed := 0
 	for removed < len(l.segments)-1 && l.segments[removed+1].baseOffset <= offset {

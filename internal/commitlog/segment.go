@@ -18,13 +18,26 @@ import (
 //
 // Invariants: batches are contiguous (each starts at the previous one's next
 // offset) and [baseOffset, nextOffset) are the offsets it holds; size is the
-// file's length; every index entry names a batch start.
+// bytes appended, of which [0, flushed) are in the file and [flushed, size)
+// in pending (pending.go); every index entry names a batch start.
 type segment struct {
 	baseOffset record.Offset
 	nextOffset record.Offset
 	size       int64
 	file       disk.File
-	index      offsetIndex
+	// flushed, pending and pendingOpen are the owner's view of what is
+	// written (pending.go), changed under the log's mu; written is the
+	// file's length, changed under its syncMu by jobs and drains.
+	flushed     int64
+	pending     [][]byte
+	pendingOpen bool
+	written     int64
+	// pendingRunBytes counts the bytes appended since the last seal, and
+	// pendingBufferHint is that count at the last seal: the room a fresh
+	// pending buffer gets (appendPending).
+	pendingRunBytes   int64
+	pendingBufferHint int64
+	index             offsetIndex
 	// bytesSinceIndexEntry counts the bytes appended since the last index
 	// entry; an entry is added once it reaches the index interval.
 	bytesSinceIndexEntry int64
@@ -125,11 +138,13 @@ func openSegment(fs disk.FS, dir string, base record.Offset, nowMs int64) (*segm
 		indexFile.Close()
 		return nil, err
 	}
-	return &segment{
-		baseOffset: base, nextOffset: base, size: size, file: file,
+	s := &segment{
+		baseOffset: base, nextOffset: base, file: file,
 		index: newOffsetIndex(indexFile), timeIndex: newTimeIndex(timeIndexFile), createdAtMs: nowMs,
 		firstTimestampMs: -1, maxTimestampMs: -1, offsetOfMaxTimestamp: -1,
-	}, nil
+	}
+	s.setFileSize(size)
+	return s, nil
 }
 
 // readHeader reads and parses the batch header at position.
@@ -138,7 +153,7 @@ func (s *segment) readHeader(position int64) (record.Header, error) {
 	if position+record.HeaderSize > s.size {
 		return record.Header{}, fmt.Errorf("header at %d runs past segment end %d: %w", position, s.size, record.ErrTruncated)
 	}
-	if _, err := s.file.ReadAt(buf[:], position); err != nil {
+	if _, err := s.readAt(buf[:], position); err != nil {
 		return record.Header{}, err
 	}
 	return record.ParseHeader(buf[:])
@@ -158,7 +173,7 @@ func (s *segment) readBatch(position int64, limits record.Limits) ([]byte, recor
 		size = max(size, record.HeaderSize)
 	}
 	data := make([]byte, size)
-	if _, err := s.file.ReadAt(data, position); err != nil && !errors.Is(err, io.EOF) {
+	if _, err := s.readAt(data, position); err != nil && !errors.Is(err, io.EOF) {
 		return nil, header, err
 	}
 	header, err = record.Validate(data, limits)
@@ -172,9 +187,10 @@ func (s *segment) canIndex(nextOffset record.Offset) bool {
 	return nextOffset-s.baseOffset <= SegmentOffsetSpanMax
 }
 
-// append writes batches (already validated and stamped, described by
-// headers) at the end of the segment and indexes them. The caller has
-// checked that the segment can index them (canIndex).
+// append copies batches (already validated and stamped, described by
+// headers) to the end of the segment's pending bytes and indexes them; a
+// sync job writes them to the file (pending.go). The caller has checked
+// that the segment can index them (canIndex).
 func (s *segment) append(batches []byte, headers []record.Header, indexInterval int64) error {
 	for _, header := range headers {
 		if !s.canIndex(header.NextOffset()) {
@@ -182,9 +198,7 @@ func (s *segment) append(batches []byte, headers []record.Header, indexInterval 
 		}
 	}
 	position := s.size
-	if _, err := s.file.Write(batches); err != nil {
-		return err
-	}
+	s.appendPending(batches)
 	for _, header := range headers {
 		if header.BaseOffset != s.nextOffset {
 			panic(fmt.Sprintf("commitlog: batch at %d appended to segment ending at %d", header.BaseOffset, s.nextOffset))
@@ -302,7 +316,7 @@ func (s *segment) truncateTo(offset record.Offset) (record.Offset, error) {
 	if err := s.file.Truncate(found.position); err != nil {
 		return 0, err
 	}
-	s.size = found.position
+	s.setFileSize(found.position)
 	s.nextOffset = found.header.BaseOffset
 	s.bytesSinceIndexEntry = 0
 	return s.nextOffset, s.recomputeTimestamps()

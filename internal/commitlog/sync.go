@@ -12,26 +12,31 @@ import (
 // for the disk (docs/storage.md, "The sync pipeline"):
 //
 //  1. BeginSync, on the owner's goroutine (the node loop), decides what to
-//     sync: the files holding data past the durable end offset, and the log
-//     end offset they will make durable. It changes nothing.
+//     write and sync: the pending buffers of the segments holding data past
+//     the durable end offset (pending.go), which it seals, and the log end
+//     offset they will make durable.
 //  2. SyncJob.Run, on any goroutine (an I/O worker in tide serve, a
-//     completion event in the simulator), syncs those files. It touches no
-//     state of the log beyond a lock shared with the steps that close files.
-//  3. CompleteSync, on the owner's goroutine, moves the durable end offset
-//     to what the job made durable, or fails the log if the sync failed.
+//     completion event in the simulator), writes those buffers to their
+//     files, then syncs the files. It touches no state of the log beyond
+//     what syncMu guards, which the steps that close files share.
+//  3. CompleteSync, on the owner's goroutine, records the written bytes
+//     as flushed and drops their buffers, and moves the durable end offset
+//     to what the job made durable; or fails the log if the write or the
+//     sync failed.
 //
-// Between 1 and 3 the owner goes on appending: the job's end offset was
-// taken at step 1, after those writes had reached the file, and a sync
-// makes durable every write completed before it started (disk.File), so
-// later appends never count as durable before a later job covers them.
+// Between 1 and 3 the owner goes on appending, into fresh buffers: the
+// job's end offset was taken at step 1, and its buffers hold every byte
+// below it that is not in a file, so later appends never count as durable
+// before a later job covers them.
 // A truncation, a full truncation, a deletion of segments or Close between
 // 1 and 3 bumps the log's sync generation: a job of an older generation
-// syncs nothing (its files may be closed) and completes as a no-op, since
-// the offsets it names may now hold other records. Each of those steps
-// syncs what it keeps itself (syncActiveLocked), so nothing that was
-// durable before is lost to the no-op. A segment roll between 1 and 3
-// syncs the segment it closes (rollLocked), so a job that names it only
-// syncs it again.
+// writes and syncs nothing (its files may be closed) and completes as a
+// no-op, since the offsets it names may now hold other records. Each of
+// those steps first writes every pending byte itself (a drain, under
+// syncMu) and syncs what it keeps (syncActiveLocked), so nothing that was
+// appended is lost to the no-op. A segment roll between 1 and 3 drains and
+// syncs the segment it closes (rollLocked), so a job that names it finds
+// its bytes in the file, writes nothing twice and only syncs it again.
 
 // errSyncStale is what Run returns for a job whose log changed under it
 // (its generation is gone): it synced nothing, and CompleteSync ignores it.
@@ -39,12 +44,30 @@ var errSyncStale = errors.New("commitlog: sync job outdated by a truncation, a d
 
 // SyncJob is one sync of a log's unsynced data, as BeginSync decided it.
 // Invariant: endOffset <= the log end offset at BeginSync, and every byte
-// below endOffset that is not durable lies in files.
+// below endOffset that is not durable lies in files or in writes.
 type SyncJob struct {
 	log        *Log
+	writes     []segmentWrite
 	files      []disk.File
 	endOffset  record.Offset
 	generation uint64
+}
+
+// segmentWrite is a job's write of one segment's pending buffers, which
+// hold its bytes from start on; they are sealed (pending.go).
+type segmentWrite struct {
+	segment *segment
+	start   int64
+	buffers [][]byte
+}
+
+// end is the segment position the write ends at.
+func (w segmentWrite) end() int64 {
+	end := w.start
+	for _, buffer := range w.buffers {
+		end += int64(len(buffer))
+	}
+	return end
 }
 
 // EndOffset is the offset below which the job makes the log durable.
@@ -56,10 +79,12 @@ func (j SyncJob) Log() *Log { return j.log }
 // BeginSync returns the sync that would make everything appended so far
 // durable, and false when there is nothing to sync (the durable end offset
 // is the log end offset) or the log is closed or failed. It must be called
-// on the goroutine that appends, after the appends the sync must cover.
+// on the goroutine that appends, after the appends the sync must cover. It
+// seals the pending buffers it hands the job: later appends go to fresh
+// ones.
 func (l *Log) BeginSync() (SyncJob, bool) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.usableLocked() != nil {
 		return SyncJob{}, false
 	}
@@ -69,19 +94,24 @@ func (l *Log) BeginSync() (SyncJob, bool) {
 	}
 	job := SyncJob{log: l, endOffset: end, generation: l.syncGeneration}
 	// Only the active segment can hold data past the durable end offset:
-	// a roll syncs the segment it closes (rollLocked). Walking every
-	// segment that ends past it keeps the job right if that ever changes.
+	// a roll drains and syncs the segment it closes (rollLocked). Walking
+	// every segment that ends past it keeps the job right if that ever
+	// changes.
 	for _, s := range l.segments {
 		if s.nextOffset > l.durableEndOffset && s.size > 0 {
 			job.files = append(job.files, s.file)
+		}
+		if s.pendingBytes() > 0 {
+			job.writes = append(job.writes, segmentWrite{segment: s, start: s.flushed, buffers: s.sealPending()})
 		}
 	}
 	return job, true
 }
 
-// Run syncs the job's files. It may run on any goroutine, alongside the
-// log's appends and reads; a truncation, a deletion of segments or Close
-// waits until it returns. A job whose log changed since BeginSync syncs
+// Run writes the job's pending buffers to their files, then syncs the
+// files. It may run on any goroutine, alongside the log's appends and
+// reads; a truncation, a deletion of segments, a roll or Close waits until
+// it returns. A job whose log changed since BeginSync writes and syncs
 // nothing and returns an error CompleteSync ignores.
 func (j SyncJob) Run() error {
 	l := j.log
@@ -89,6 +119,11 @@ func (j SyncJob) Run() error {
 	defer l.syncMu.Unlock()
 	if j.generation != l.syncGeneration {
 		return errSyncStale
+	}
+	for _, write := range j.writes {
+		if err := write.segment.writeBuffers(write.start, write.buffers); err != nil {
+			return err
+		}
 	}
 	for _, file := range j.files {
 		if err := file.Sync(); err != nil {
@@ -99,9 +134,9 @@ func (j SyncJob) Run() error {
 }
 
 // CompleteSync takes a job's outcome (Run's error) on the goroutine that
-// appends and returns the durable end offset. A failed sync fails the log
-// (ErrLogFailed): a failed fsync leaves the file in an unknown state, and
-// it is never retried. A job of an older generation changes nothing: the
+// appends and returns the durable end offset. A failed write or sync fails
+// the log (ErrLogFailed): a failed fsync leaves the file in an unknown
+// state, a failed write a file of unknown length, and neither is retried. A job of an older generation changes nothing: the
 // log was truncated, emptied or had segments deleted since, and each of
 // those synced what it kept.
 func (l *Log) CompleteSync(job SyncJob, runErr error) (record.Offset, error) {
@@ -121,6 +156,9 @@ func (l *Log) CompleteSync(job SyncJob, runErr error) (record.Offset, error) {
 	}
 	if job.endOffset > l.logEndOffsetLocked() {
 		panic(fmt.Sprintf("commitlog: a sync job of generation %d ends at %d, past the log end %d", job.generation, job.endOffset, l.logEndOffsetLocked()))
+	}
+	for _, write := range job.writes {
+		write.segment.markFlushed(write.end())
 	}
 	l.durableEndOffset = max(l.durableEndOffset, job.endOffset)
 	l.assertInvariantsLocked("sync")
@@ -143,11 +181,43 @@ func (l *Log) Sync() error {
 }
 
 // invalidateSyncsLocked starts a new sync generation before the log
-// truncates, deletes or closes files: it waits for a job that is syncing
-// to finish, and makes every job begun before it a no-op. The caller holds
-// l.mu for writing; the order is always l.mu, then l.syncMu.
-func (l *Log) invalidateSyncsLocked() {
+// truncates, deletes or closes files: it waits for a job that is running
+// to finish, drains every pending byte into the files (a job it makes a
+// no-op would have written them), and makes every job begun before it a
+// no-op. A failed log drains nothing: its files' state is unknown. The
+// caller holds l.mu for writing; the order is always l.mu, then l.syncMu.
+func (l *Log) invalidateSyncsLocked() error {
 	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.syncGeneration++
-	l.syncMu.Unlock()
+	if l.failure != nil {
+		return l.failure
+	}
+	return l.drainHoldingSyncMuLocked()
+}
+
+// drainLocked writes every pending byte to the files, on the calling
+// goroutine (the owner's): for the rare steps that need the files whole
+// before they sync, truncate, roll or close them. A job begun before finds
+// its bytes written and writes nothing twice. A failed write fails the log.
+func (l *Log) drainLocked() error {
+	if l.failure != nil {
+		return l.failure
+	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	return l.drainHoldingSyncMuLocked()
+}
+
+func (l *Log) drainHoldingSyncMuLocked() error {
+	for _, s := range l.segments {
+		if s.pendingBytes() == 0 {
+			continue
+		}
+		if err := s.writeBuffers(s.flushed, s.pending); err != nil {
+			return l.failLocked(err)
+		}
+		s.markFlushed(s.size)
+	}
+	return nil
 }

@@ -45,8 +45,11 @@ func (l *Log) TruncateTo(offset record.Offset) (record.Offset, error) {
 		return offset, l.truncateFullyAndStartAtLocked(offset)
 	}
 	// A sync begun before this names offsets that are about to hold other
-	// records, and maybe files about to be removed.
-	l.invalidateSyncsLocked()
+	// records, and maybe files about to be removed; the drain makes the
+	// files whole before they are cut.
+	if err := l.invalidateSyncsLocked(); err != nil {
+		return 0, err
+	}
 	// Lower the checkpointed offsets and drop the epochs of the suffix
 	// first: a crash part-way then leaves checkpoints that are merely
 	// conservative, never ones that point past the log.
@@ -62,7 +65,10 @@ func (l *Log) TruncateTo(offset record.Offset) (record.Offset, error) {
 		return 0, err
 	}
 	active := l.segments[len(l.segments)-1]
-	if _, err := active.truncateTo(newEnd); err != nil {
+	l.syncMu.Lock() // the segment's written length changes with the file
+	_, err = active.truncateTo(newEnd)
+	l.syncMu.Unlock()
+	if err != nil {
 		return 0, l.failLocked(fmt.Errorf("truncate %s: %w", segmentFileName(active.baseOffset), err))
 	}
 	if err := l.syncActiveLocked(); err != nil {
@@ -142,7 +148,9 @@ func (l *Log) TruncateFullyAndStartAt(offset record.Offset) error {
 }
 
 func (l *Log) truncateFullyAndStartAtLocked(offset record.Offset) error {
-	l.invalidateSyncsLocked()
+	if err := l.invalidateSyncsLocked(); err != nil {
+		return err
+	}
 	l.epochs = leaderepoch.Cache{}
 	if err := l.writeEpochCheckpointLocked(); err != nil {
 		return err

@@ -1,6 +1,8 @@
 package frontend
 
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/tidelog/tide/internal/broker"
@@ -226,6 +228,12 @@ func fileRanges(chunks []commitlog.Chunk) []wire.FileRange {
 	}
 	ranges := make([]wire.FileRange, len(chunks))
 	for i, chunk := range chunks {
+		if chunk.File == nil {
+			// A memory chunk holds bytes not yet written (commitlog.Chunk):
+			// the broker copies those into Records, and never hands them
+			// here, where they would reach sendfile as a nil file.
+			panic(fmt.Sprintf("frontend: a zero-copy fetch answer holds a memory chunk at position %d", chunk.Position))
+		}
 		ranges[i] = wire.FileRange{File: chunk.File, Position: chunk.Position, Size: chunk.Size}
 	}
 	return ranges

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -56,9 +57,10 @@ func startLimitedNode(t *testing.T, configure func(*Config), fs disk.FS) *Server
 }
 
 // stallFS is the real disk, except that while its gate is shut every Write
-// and Sync of a partition log waits for it to open: the node loop, which
-// appends to the log itself (its syncs run on I/O workers), stalls as it
-// would on a disk that stopped answering.
+// and Sync of a partition log's offset index waits for it to open: the node
+// loop, which writes an index entry itself every IndexIntervalBytes of
+// appends (the segment's writes and syncs run on I/O workers), stalls as
+// it would on a disk that stopped answering.
 type stallFS struct {
 	disk.FS
 	mu   sync.Mutex
@@ -87,7 +89,7 @@ func (fs *stallFS) openGate() {
 }
 
 func (fs *stallFS) wait(name string) {
-	if !strings.Contains(name, "partitions") {
+	if !strings.Contains(name, "partitions") || !strings.HasSuffix(name, ".index") {
 		return
 	}
 	fs.mu.Lock()
@@ -188,6 +190,16 @@ func TestQueuedRequestBytesBoundMemoryDuringStall(t *testing.T) {
 	defer client.Close()
 	createTopic(ctx, t, client, "stall", 1)
 
+	// A first batch larger than the index interval (4 KiB, random bytes
+	// that no codec shrinks), then a second: its append writes the
+	// segment's first index entry, on the loop, which the shut gate holds.
+	first := make([]byte, 8<<10)
+	for i := range first {
+		first[i] = byte(rand.Uint32())
+	}
+	if err := client.ProduceSync(ctx, &kgo.Record{Value: first}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
 	fs.closeGate()
 	client.Produce(ctx, &kgo.Record{Value: []byte("stall")}, nil)
 	select {

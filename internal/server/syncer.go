@@ -6,10 +6,11 @@ import (
 	"github.com/tidelog/tide/internal/broker"
 )
 
-// The node loop never waits for a disk sync (docs/storage.md, "The sync
-// pipeline"): at the end of each pass it takes the broker's sync jobs
-// (broker.Node.TakeSyncs), hands them to a small pool of I/O workers, and
-// goes on; each worker runs a job's fsync and posts its outcome back to
+// The node loop never waits for a disk write or sync (docs/storage.md,
+// "The sync pipeline"): at the end of each pass it takes the broker's sync
+// jobs (broker.Node.TakeSyncs), hands them to a small pool of I/O workers,
+// and goes on; each worker runs a job's write(2)s of the appended bytes
+// and its fsync, and posts its outcome back to
 // the loop as an event (eventSynced), which hands it to the node
 // (broker.Node.Synced) like any other input. The node keeps at most one job
 // per log out and coalesces later requests into the next, so a worker pool

@@ -206,10 +206,16 @@ func (w *world) frontendConfig(id metadata.BrokerID) frontend.Config {
 
 // newNode creates the node once the controller gave the incarnation an
 // epoch.
+//
+// The brokers' write backlog (broker.Config.PendingBytesMax) is two
+// batches, far below tide serve's 32 MiB, so that a slow disk fills it
+// and the simulator's checkers see produces refused with
+// REQUEST_TIMED_OUT and followers refetching (docs/storage.md, "The sync
+// pipeline"); the simulator's volumes would not reach the default.
 func (w *world) newNode(b *brokerProcess, epoch metadata.BrokerEpoch) *broker.Node {
 	b.node = broker.New(broker.Config{
 		ID: b.id, FS: b.disk, Dir: "data", FlushAlways: w.shape.flushAlways,
-		SegmentBytes: w.segmentBytes(), MaxBatchBytes: w.shape.maxBatchBytes,
+		SegmentBytes: w.segmentBytes(), MaxBatchBytes: w.shape.maxBatchBytes, PendingBytesMax: 2 * int64(w.shape.maxBatchBytes),
 		RetentionMs: w.shape.retentionMs, RetentionBytes: w.shape.retentionBytes, RetentionCheckIntervalMs: w.shape.retentionCheckIntervalMs,
 		ReplicaLagTicks: replicaLagTicks, FetchRetryTicks: fetchRetryTicks, ProposalRetryTicks: proposalRetryTicks,
 		FetchTimeoutTicks:  replicaFetchTimeoutTicks,
