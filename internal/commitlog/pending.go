@@ -15,9 +15,11 @@ import (
 //
 // A segment's bytes [0, flushed) are known to be in its file, as the
 // loop sees it, and [flushed, size) are in pending, in order. A pending
-// buffer handed to a job is sealed: nothing is appended to it again, and
-// no buffer is ever reused, since a reader may hold a slice of it (a
-// memory Chunk). The file's own length, written, is what jobs and drains
+// buffer handed to a job is sealed: nothing is appended to it again. A
+// buffer whose bytes are in the file goes back to pendingPool when the
+// segment drops it (markFlushed), for a later append to fill: a reader
+// that got a slice of it (a memory Chunk) has copied it by then (read.go).
+// The file's own length, written, is what jobs and drains
 // have written, guarded by the log's syncMu; flushed <= written <= size.
 // Only the active segment has pending bytes: a roll drains the segment it
 // closes.
@@ -32,7 +34,8 @@ const pendingBufferBytesMax = 1 << 20
 // again at each 1.25x growth: a 16 KiB append cost 60 µs under a slow
 // sync in BenchmarkAppendPipeline); a fresh one gets the room the
 // appends between the last two jobs took (pendingRunBytes), or twice the
-// full one's, up to pendingBufferBytesMax.
+// full one's, up to pendingBufferBytesMax, rounded up to the pool's class
+// (pendingpool.go).
 func (s *segment) appendPending(batches []byte) {
 	n := len(s.pending)
 	if n > 0 && s.pendingOpen && len(s.pending[n-1])+len(batches) <= cap(s.pending[n-1]) {
@@ -45,10 +48,7 @@ func (s *segment) appendPending(batches []byte) {
 		room = 2 * int64(cap(s.pending[n-1]))
 	}
 	room = max(int64(len(batches)), min(room, pendingBufferBytesMax))
-	buffer := append([]byte(nil), batches...) // the runtime zeroes none of the bytes copied
-	if room > int64(len(batches)) {
-		buffer = append(make([]byte, 0, room), batches...) // this zeroes room first
-	}
+	buffer := append(getPendingBuffer(room), batches...)
 	s.pending = append(s.pending, buffer)
 	s.pendingOpen = true
 	s.pendingRunBytes += int64(len(batches))
@@ -76,6 +76,7 @@ func (s *segment) markFlushed(end int64) {
 			panic(fmt.Sprintf("commitlog: segment %d flushed to %d, which is not the end of a pending buffer (flushed %d, size %d)", s.baseOffset, end, s.flushed, s.size))
 		}
 		s.flushed += int64(len(s.pending[0]))
+		putPendingBuffer(s.pending[0])
 		s.pending[0] = nil
 		s.pending = s.pending[1:]
 	}

@@ -15,7 +15,17 @@ import (
 // nil), which only a copy (ReadResult.AppendTo) may take. Position is
 // where the bytes sit in the segment either way. A file chunk stays valid
 // until the log truncates or deletes that segment; the caller must finish
-// with it before it asks the log to. A memory chunk's bytes never change.
+// with it before it asks the log to.
+//
+// A memory chunk's bytes stay valid only until the log next completes a
+// sync (CompleteSync) or drains (a roll, truncation, deletion, Close):
+// either may hand the buffer to pendingPool, and a later append may fill
+// it with other records. The caller copies them (AppendTo) on the
+// goroutine that owns the log, before it returns to its loop; every
+// caller in tide does so right after Read (broker route, the group
+// coordinator's load, the simulator's checkers). A result that must
+// outlive that is copied, or held only when InFiles; a reader on another
+// goroutine uses ReadAppend, which copies under the log's lock.
 type Chunk struct {
 	File     disk.File
 	Bytes    []byte
@@ -79,6 +89,27 @@ func (r ReadResult) AppendTo(dst []byte) ([]byte, error) {
 func (l *Log) Read(from record.Offset, maxBytes int64, upTo record.Offset) (ReadResult, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	return l.readLocked(from, maxBytes, upTo)
+}
+
+// ReadAppend is Read followed by AppendTo(dst), both under the log's
+// lock: for a reader on another goroutine than the owner's, which could
+// not copy a memory chunk before the owner recycles it (Chunk). It
+// returns the bytes read appended to dst, and the result without its
+// chunks.
+func (l *Log) ReadAppend(dst []byte, from record.Offset, maxBytes int64, upTo record.Offset) (ReadResult, []byte, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	result, err := l.readLocked(from, maxBytes, upTo)
+	if err != nil {
+		return ReadResult{}, dst, err
+	}
+	dst, err = result.AppendTo(dst)
+	result.Chunks = nil
+	return result, dst, err
+}
+
+func (l *Log) readLocked(from record.Offset, maxBytes int64, upTo record.Offset) (ReadResult, error) {
 	if err := l.usableLocked(); err != nil {
 		return ReadResult{}, err
 	}
