@@ -143,6 +143,16 @@ type Coordinator struct {
 	// (SetLeadership), mixed into the incarnation.
 	leadership uint64
 
+	// stopping is set when an append is reported failed in a way that
+	// unloads the coordinator once the appends before it are reported
+	// (completeAppend): from then on it hands out no append (canWrite).
+	// Its live state counts the failed records, and every later append is
+	// a change computed on them; written after records that never reached
+	// the log, it would leave a log no coordinator ever held, as a member's
+	// fencing refused and its partitions' handover to another member
+	// written (the simulator's partition-two-owners, seed 799).
+	stopping bool
+
 	nextExpiryCheckMs int64
 	// nextDeadlineMs is at or before the earliest timer of any group
 	// (sessions, pending member ids, join and sync phases): Tick looks at
@@ -287,6 +297,9 @@ func (c *Coordinator) AppendDone(id AppendID, errorCode int16) {
 		return
 	}
 	c.reports[id] = errorCode
+	if write := c.pending[id]; errorCode != 0 && !write.appliedEarly && (!neverWritten(errorCode) || write.consumer) {
+		c.stopping = true // completeAppend unloads once the appends before it are reported
+	}
 	for c.phase != unloaded {
 		code, reported := c.reports[c.nextReport]
 		if !reported {
@@ -483,8 +496,12 @@ func (c *Coordinator) forget(id AppendID, write *pendingAppend) {
 // of the group.
 func (c *Coordinator) hasPendingWritesFor(id string) bool { return c.pendingByGroup[id] > 0 }
 
-// canWrite reports whether another append fits under MaxPendingAppends.
-func (c *Coordinator) canWrite() bool { return len(c.pending) < c.config.MaxPendingAppends }
+// canWrite reports whether another append fits under MaxPendingAppends
+// and no append was reported failed in a way that will unload the
+// coordinator (stopping).
+func (c *Coordinator) canWrite() bool {
+	return !c.stopping && len(c.pending) < c.config.MaxPendingAppends
+}
 
 // applyAll applies records this coordinator wrote to the durable view.
 func (c *Coordinator) applyAll(records []decodedRecord) {
