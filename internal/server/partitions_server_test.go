@@ -53,8 +53,13 @@ func TestCreatePartitionsAndDescribeLogDirs(t *testing.T) {
 	}
 	checkGrow(t, "grow", func() (kadm.CreatePartitionsResponses, error) { return admin.CreatePartitions(ctx, 2, "grown") }, nil)
 
-	// The answer comes once the broker asked has the partitions: produce
-	// to the newest at once, and consume it back.
+	// The answer comes once the broker asked has the partitions; the
+	// others learn them from the metadata log a moment later, and the
+	// producer may ask any of them for the topic's partitions (with the
+	// manual partitioner kgo refuses a partition its metadata lacks, at
+	// once). Wait until every broker hosts the newest, as RF 3 on three
+	// brokers makes each, then produce to it and consume it back.
+	c.waitFor("every broker hosts grown-2", 20*time.Second, []metadata.BrokerID{1, 2, 3}, hostsPartition("grown", 2))
 	record := &kgo.Record{Topic: "grown", Partition: 2, Value: []byte("on a new partition")}
 	if err := client.ProduceSync(ctx, record).FirstErr(); err != nil {
 		t.Fatalf("produce to grown-2: %v", err)
@@ -191,4 +196,17 @@ func logDirsProblem(described kadm.DescribedAllLogDirs, recordBytes int64) strin
 		}
 	}
 	return ""
+}
+
+// hostsPartition says whether the broker hosts a replica of the
+// partition, which it does only once its metadata has it.
+func hostsPartition(topic string, partition int32) func(Status) bool {
+	return func(s Status) bool {
+		for _, p := range s.Partitions {
+			if p.Topic == topic && p.Partition == partition {
+				return true
+			}
+		}
+		return false
+	}
 }
