@@ -100,6 +100,14 @@ type hostedCoordinator struct {
 	// appends counts the appends handed to the replica and not yet
 	// answered.
 	appends int
+	// refusedCode is the error of an append of this coordinator that was
+	// refused (answered with an error, or found without write room before
+	// it went out), 0 when none is; while it is set, later appends are not
+	// sent but reported refused with it (rule ordered-coordinator-appends).
+	// It is cleared once no append is in flight when the coordinator hands
+	// out more: by then every earlier append has been reported, and what it
+	// hands out was built knowing their fate.
+	refusedCode int16
 }
 
 func newGroupHost() groupHost {
@@ -321,18 +329,30 @@ func offsetsPartition(partition int32) metadata.TopicPartition {
 
 // carryOut takes what a coordinator has: its appends go to the partition's
 // leader replica as one acks=all batch each, its answers to their callers.
+//
+// An append reported refused here, without going out, may give the
+// coordinator more to carry out (its answer, an unload's answers): it is
+// taken until nothing is left.
 func (fe *FrontEnd) carryOut(hosted *hostedCoordinator) {
-	ready := hosted.coordinator.Ready()
-	for _, write := range ready.Appends {
-		fe.appendRecords(hosted, write)
-	}
-	for _, answer := range ready.Answers {
-		done, ok := fe.groups.waiting[answer.Request]
-		if !ok {
-			continue
+	for {
+		ready := hosted.coordinator.Ready()
+		if len(ready.Appends) == 0 && len(ready.Answers) == 0 {
+			break
 		}
-		delete(fe.groups.waiting, answer.Request)
-		done(answer.Response, 0)
+		if hosted.appends == 0 {
+			hosted.refusedCode = 0
+		}
+		for _, write := range ready.Appends {
+			fe.appendRecords(hosted, write)
+		}
+		for _, answer := range ready.Answers {
+			done, ok := fe.groups.waiting[answer.Request]
+			if !ok {
+				continue
+			}
+			delete(fe.groups.waiting, answer.Request)
+			done(answer.Response, 0)
+		}
 	}
 	fe.replaceIfStopped(hosted)
 }
@@ -363,15 +383,37 @@ func (fe *FrontEnd) appendRecords(hosted *hostedCoordinator, write group.Append)
 	now := fe.nowMs()
 	request := replica.ProduceRequest{ID: uint64(write.ID), Batches: offsetsBatch(write.Records, now), Acks: replica.AcksAll,
 		TimeoutTicks: fe.ticksFor(offsetsCommitTimeoutMs), AppendTimeMs: now}
+	ordered := fe.groupConfig().Rules.On(rules.OrderedCoordinatorAppends)
+	if ordered && hosted.refusedCode == 0 && !fe.hasWriteRoomForProduce(offsetsPartition(hosted.partition), request.Batches) {
+		// The broker would refuse it before its replica decides, as it
+		// refuses any producer's: say so now, not when the answer comes
+		// back after the later appends went out.
+		hosted.refusedCode = kerr.RequestTimedOut.Code
+	}
+	if ordered && hosted.refusedCode != 0 {
+		hosted.coordinator.AppendDone(write.ID, hosted.refusedCode)
+		return
+	}
 	hosted.appends++
 	(*backend)(fe).Produce(offsetsPartition(hosted.partition), request, func(answer replica.ProduceAnswer) {
 		hosted.appends--
+		if answer.ErrorCode != 0 && hosted.refusedCode == 0 {
+			hosted.refusedCode = answer.ErrorCode
+		}
 		if fe.groups.coordinators[hosted.partition] != hosted {
 			return
 		}
 		hosted.coordinator.AppendDone(write.ID, answer.ErrorCode)
 		fe.carryOut(hosted)
 	})
+}
+
+// hasWriteRoomForProduce asks the node whether it would take a produce of
+// batches to partition now, past its write-backlog check; without a node
+// the produce is refused anyway.
+func (fe *FrontEnd) hasWriteRoomForProduce(partition metadata.TopicPartition, batches []byte) bool {
+	node := (*backend)(fe).node()
+	return node == nil || node.HasWriteRoomForProduce(partition, batches)
 }
 
 // offsetsBatch is one uncompressed batch of a coordinator's records,

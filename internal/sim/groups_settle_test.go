@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tidelog/tide/internal/rules"
 )
 
 // After healing, each run waits for the KIP-848 group to settle and says
@@ -73,4 +75,26 @@ func TestConsumerGroupUnsettled(t *testing.T) {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
+}
+
+// Seed 506 once left the KIP-848 group Stable at epoch 13 with events-2
+// in no member's target: appends of its coordinator were refused for the
+// write backlog (REQUEST_TIMED_OUT before the replica decided) while
+// later ones, built on the live state the refused ones made, were
+// written; the coordinator that loaded the log after the refusal unloaded
+// the old one read those later deltas without the records they followed.
+// With rule
+// ordered-coordinator-appends the refused append's successors are held
+// back and the group settles; without it the hole comes back.
+func TestOrderedCoordinatorAppendsSettlesSeed506(t *testing.T) {
+	const pinned = 506
+	result := Run(Options{Seed: pinned})
+	if result.Violation != nil {
+		t.Fatalf("seed %d: %s", pinned, result.Violation)
+	}
+	legacy := Run(Options{Seed: pinned, Legacy: []rules.Rule{rules.OrderedCoordinatorAppends}})
+	if legacy.Violation == nil || legacy.Violation.Invariant != InvariantGroupUnsettled {
+		t.Fatalf("seed %d with rule %s off: %v, want %s", pinned, rules.OrderedCoordinatorAppends, legacy.Violation, InvariantGroupUnsettled)
+	}
+	t.Logf("seed %d, legacy: %s", pinned, legacy.Violation)
 }

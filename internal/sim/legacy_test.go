@@ -37,6 +37,14 @@ func TestEachLegacyRuleIsFound(t *testing.T) {
 				// TestRecreatedTopicDoesNotCountALaggingFollower shows it.
 				t.Skip("a scripted test shows this rule")
 			}
+			if rule == rules.OrderedCoordinatorAppends {
+				// The first seed that fails with it off is 506, a search
+				// of minutes: TestOrderedCoordinatorAppendsSettlesSeed506
+				// runs that seed both ways, and internal/frontend's
+				// TestRefusedCoordinatorAppendHoldsBackLaterOnes shows the
+				// held-back append.
+				t.Skip("a pinned seed shows this rule")
+			}
 			t.Parallel()
 			for seed := uint64(1); seed <= uint64(legacyBudget); seed++ {
 				result := Run(Options{Seed: seed, Legacy: []rules.Rule{rule}})
