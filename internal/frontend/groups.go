@@ -100,14 +100,14 @@ type hostedCoordinator struct {
 	// appends counts the appends handed to the replica and not yet
 	// answered.
 	appends int
-	// refusedCode is the error of an append of this coordinator that was
-	// refused (answered with an error, or found without write room before
-	// it went out), 0 when none is; while it is set, later appends are not
-	// sent but reported refused with it (rule ordered-coordinator-appends).
-	// It is cleared once no append is in flight when the coordinator hands
-	// out more: by then every earlier append has been reported, and what it
-	// hands out was built knowing their fate.
-	refusedCode int16
+	// refused is set once an append of this coordinator was refused
+	// (answered with an error, or found without write room before it went
+	// out); while it is, later appends are not sent but reported as never
+	// written (rule ordered-coordinator-appends). It is cleared once no
+	// append is in flight when the coordinator hands out more: by then
+	// every earlier append has been reported, and what it hands out was
+	// built knowing their fate.
+	refused bool
 }
 
 func newGroupHost() groupHost {
@@ -340,7 +340,7 @@ func (fe *FrontEnd) carryOut(hosted *hostedCoordinator) {
 			break
 		}
 		if hosted.appends == 0 {
-			hosted.refusedCode = 0
+			hosted.refused = false
 		}
 		for _, write := range ready.Appends {
 			fe.appendRecords(hosted, write)
@@ -384,22 +384,25 @@ func (fe *FrontEnd) appendRecords(hosted *hostedCoordinator, write group.Append)
 	request := replica.ProduceRequest{ID: uint64(write.ID), Batches: offsetsBatch(write.Records, now), Acks: replica.AcksAll,
 		TimeoutTicks: fe.ticksFor(offsetsCommitTimeoutMs), AppendTimeMs: now}
 	ordered := fe.groupConfig().Rules.On(rules.OrderedCoordinatorAppends)
-	if ordered && hosted.refusedCode == 0 && !fe.hasWriteRoomForProduce(offsetsPartition(hosted.partition), request.Batches) {
+	if ordered && !hosted.refused && !fe.hasWriteRoomForProduce(offsetsPartition(hosted.partition), request.Batches) {
 		// The broker would refuse it before its replica decides, as it
-		// refuses any producer's: say so now, not when the answer comes
-		// back after the later appends went out.
-		hosted.refusedCode = kerr.RequestTimedOut.Code
+		// refuses any producer's (REQUEST_TIMED_OUT, which the coordinator
+		// could only take for an append of unknown fate): refuse it here,
+		// now, not when the answer comes back after later appends went out.
+		hosted.refused = true
 	}
-	if ordered && hosted.refusedCode != 0 {
-		hosted.coordinator.AppendDone(write.ID, hosted.refusedCode)
+	if ordered && hosted.refused {
+		// Never sent, so never written: NOT_ENOUGH_REPLICAS is the error
+		// the coordinator takes for that (a classic group or offsets keep
+		// serving, a consumer group's coordinator unloads all the same),
+		// and its callers get COORDINATOR_NOT_AVAILABLE, as for a timeout.
+		hosted.coordinator.AppendDone(write.ID, kerr.NotEnoughReplicas.Code)
 		return
 	}
 	hosted.appends++
 	(*backend)(fe).Produce(offsetsPartition(hosted.partition), request, func(answer replica.ProduceAnswer) {
 		hosted.appends--
-		if answer.ErrorCode != 0 && hosted.refusedCode == 0 {
-			hosted.refusedCode = answer.ErrorCode
-		}
+		hosted.refused = hosted.refused || answer.ErrorCode != 0
 		if fe.groups.coordinators[hosted.partition] != hosted {
 			return
 		}

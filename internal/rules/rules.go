@@ -90,7 +90,7 @@ const (
 	// held: a target assignment without one of the topic's partitions,
 	// which then has no owner for good. The rule: once an append of a
 	// coordinator is refused, its host sends none of the coordinator's
-	// later appends (they are reported refused with the same error) until
+	// later appends (they are reported never written) until
 	// every earlier append has been reported, so what reaches the log is a
 	// prefix of what the coordinator handed out; the host also checks the
 	// write backlog before it sends, so a refusal is known before the next
