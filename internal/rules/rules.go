@@ -98,10 +98,11 @@ const (
 	// inside its coordinator's event loop and reverting the coordinator's
 	// state to the last written offset when an append fails.
 	//
-	// The simulator finds it switched off (internal/sim's
-	// InvariantGroupUnsettled on seed 506,
-	// TestOrderedCoordinatorAppendsSettlesSeed506), as does internal/frontend's
-	// TestRefusedCoordinatorAppendHoldsBackLaterOnes.
+	// The simulator found it switched off (InvariantGroupUnsettled, seed
+	// 506) before the coordinator stopped handing out appends on a failure
+	// report; internal/frontend's
+	// TestRefusedCoordinatorAppendHoldsBackLaterOnes shows what it adds to
+	// that: appends handed out before the refusal is reported.
 	OrderedCoordinatorAppends Rule = "ordered-coordinator-appends"
 	// AnswerAfterCommit is the lost offset commit: a group coordinator
 	// that answers an OffsetCommit (or hands out a SyncGroup's assignment)
