@@ -564,6 +564,17 @@ func (n *Node) hasWriteRoom(p *partition, size int64) bool {
 	return p.log.CheckWriteBacklog(size) == nil
 }
 
+// HasWriteRoomForProduce says whether a produce of batches to the
+// partition would pass the write-backlog check HandleClient makes before
+// the replica decides it; a partition this node does not host has room (the
+// produce is refused otherwise). The group coordinators' host asks before
+// it sends an append, so that a refusal is known before the next append of
+// the same coordinator goes out (rule ordered-coordinator-appends).
+func (n *Node) HasWriteRoomForProduce(partition metadata.TopicPartition, batches []byte) bool {
+	p, ok := n.partitions[partition]
+	return !ok || n.hasWriteRoom(p, writeRoomForProduce(batches))
+}
+
 // writeRoomForProduce is the room a produce of batches asks for: twice
 // their size and a little, since a topic that recompresses may append more
 // bytes than it was sent (compression adds at most a few bytes per batch

@@ -100,6 +100,14 @@ type hostedCoordinator struct {
 	// appends counts the appends handed to the replica and not yet
 	// answered.
 	appends int
+	// refused is set once an append of this coordinator was refused
+	// (answered with an error, or found without write room before it went
+	// out); while it is, later appends are not sent but reported as never
+	// written (rule ordered-coordinator-appends). It is cleared once no
+	// append is in flight when the coordinator hands out more: by then
+	// every earlier append has been reported, and what it hands out was
+	// built knowing their fate.
+	refused bool
 }
 
 func newGroupHost() groupHost {
@@ -321,18 +329,30 @@ func offsetsPartition(partition int32) metadata.TopicPartition {
 
 // carryOut takes what a coordinator has: its appends go to the partition's
 // leader replica as one acks=all batch each, its answers to their callers.
+//
+// An append reported refused here, without going out, may give the
+// coordinator more to carry out (its answer, an unload's answers): it is
+// taken until nothing is left.
 func (fe *FrontEnd) carryOut(hosted *hostedCoordinator) {
-	ready := hosted.coordinator.Ready()
-	for _, write := range ready.Appends {
-		fe.appendRecords(hosted, write)
-	}
-	for _, answer := range ready.Answers {
-		done, ok := fe.groups.waiting[answer.Request]
-		if !ok {
-			continue
+	for {
+		ready := hosted.coordinator.Ready()
+		if len(ready.Appends) == 0 && len(ready.Answers) == 0 {
+			break
 		}
-		delete(fe.groups.waiting, answer.Request)
-		done(answer.Response, 0)
+		if hosted.appends == 0 {
+			hosted.refused = false
+		}
+		for _, write := range ready.Appends {
+			fe.appendRecords(hosted, write)
+		}
+		for _, answer := range ready.Answers {
+			done, ok := fe.groups.waiting[answer.Request]
+			if !ok {
+				continue
+			}
+			delete(fe.groups.waiting, answer.Request)
+			done(answer.Response, 0)
+		}
 	}
 	fe.replaceIfStopped(hosted)
 }
@@ -363,15 +383,40 @@ func (fe *FrontEnd) appendRecords(hosted *hostedCoordinator, write group.Append)
 	now := fe.nowMs()
 	request := replica.ProduceRequest{ID: uint64(write.ID), Batches: offsetsBatch(write.Records, now), Acks: replica.AcksAll,
 		TimeoutTicks: fe.ticksFor(offsetsCommitTimeoutMs), AppendTimeMs: now}
+	ordered := fe.groupConfig().Rules.On(rules.OrderedCoordinatorAppends)
+	if ordered && !hosted.refused && !fe.hasWriteRoomForProduce(offsetsPartition(hosted.partition), request.Batches) {
+		// The broker would refuse it before its replica decides, as it
+		// refuses any producer's (REQUEST_TIMED_OUT, which the coordinator
+		// could only take for an append of unknown fate): refuse it here,
+		// now, not when the answer comes back after later appends went out.
+		hosted.refused = true
+	}
+	if ordered && hosted.refused {
+		// Never sent, so never written: NOT_ENOUGH_REPLICAS is the error
+		// the coordinator takes for that (a classic group or offsets keep
+		// serving, a consumer group's coordinator unloads all the same),
+		// and its callers get COORDINATOR_NOT_AVAILABLE, as for a timeout.
+		hosted.coordinator.AppendDone(write.ID, kerr.NotEnoughReplicas.Code)
+		return
+	}
 	hosted.appends++
 	(*backend)(fe).Produce(offsetsPartition(hosted.partition), request, func(answer replica.ProduceAnswer) {
 		hosted.appends--
+		hosted.refused = hosted.refused || answer.ErrorCode != 0
 		if fe.groups.coordinators[hosted.partition] != hosted {
 			return
 		}
 		hosted.coordinator.AppendDone(write.ID, answer.ErrorCode)
 		fe.carryOut(hosted)
 	})
+}
+
+// hasWriteRoomForProduce asks the node whether it would take a produce of
+// batches to partition now, past its write-backlog check; without a node
+// the produce is refused anyway.
+func (fe *FrontEnd) hasWriteRoomForProduce(partition metadata.TopicPartition, batches []byte) bool {
+	node := (*backend)(fe).node()
+	return node == nil || node.HasWriteRoomForProduce(partition, batches)
 }
 
 // offsetsBatch is one uncompressed batch of a coordinator's records,

@@ -35,6 +35,14 @@ type groupHostWorld struct {
 
 func newGroupHostWorld(t *testing.T, groupRules rules.Rules) *groupHostWorld {
 	t.Helper()
+	return newGroupHostWorldWithBacklog(t, groupRules, 0)
+}
+
+// newGroupHostWorldWithBacklog is a groupHostWorld whose logs take at most
+// pendingBytesMax bytes not yet written (broker.Config.PendingBytesMax;
+// zero leaves it unbounded).
+func newGroupHostWorldWithBacklog(t *testing.T, groupRules rules.Rules, pendingBytesMax int64) *groupHostWorld {
+	t.Helper()
 	storage := raft.NewMemoryStorage()
 	q, err := quorum.New(quorum.Config{ID: 1, Voters: []metadata.BrokerID{1}, Storage: storage, ElectionTicks: 10, HeartbeatTicks: 1,
 		Random: rand.NewChaCha8([32]byte{'g'}), SessionTimeoutTicks: 50, SnapshotEntries: 1000, MaxHistoryEntries: 1000,
@@ -46,7 +54,8 @@ func newGroupHostWorld(t *testing.T, groupRules rules.Rules) *groupHostWorld {
 		Voters: []metadata.BrokerID{1}, HeartbeatTicks: 2, RequestTimeoutTicks: 20, MaxEntries: 100,
 		NewNode: func(epoch metadata.BrokerEpoch) *broker.Node {
 			return broker.New(broker.Config{ID: 1, FS: disk.NewMem(), Dir: "data", FlushAlways: true, SegmentBytes: 1 << 20,
-				MaxBatchBytes: 1 << 16, ReplicaLagTicks: 100, FetchRetryTicks: 10, ProposalRetryTicks: 10, MaxPendingProduces: 100}, epoch)
+				MaxBatchBytes: 1 << 16, ReplicaLagTicks: 100, FetchRetryTicks: 10, ProposalRetryTicks: 10, MaxPendingProduces: 100,
+				PendingBytesMax: pendingBytesMax}, epoch)
 		}})
 	if err != nil {
 		t.Fatal(err)

@@ -78,6 +78,32 @@ const (
 	// replay property
 	// (TestReplayPropertyCatchesTwoOwnersWithoutRevokeBeforeAssign).
 	RevokeBeforeAssign Rule = "revoke-before-assign"
+	// OrderedCoordinatorAppends is the hole in a group coordinator's log:
+	// the coordinator hands out appends to __consumer_offsets without
+	// waiting for the earlier ones, each built on the live state the
+	// earlier ones made (a KIP-848 group's records are deltas: one member's
+	// assignment, the target's epoch). When one is refused before it
+	// reaches the log (the broker's write backlog is full, or the replica
+	// refuses it) and a later one is written, the log holds the later
+	// delta without the earlier one, and the coordinator that loads it
+	// (the refusal unloads the old one) serves a group no coordinator ever
+	// held: a target assignment without one of the topic's partitions,
+	// which then has no owner for good. The rule: once an append of a
+	// coordinator is refused, its host sends none of the coordinator's
+	// later appends (they are reported never written) until
+	// every earlier append has been reported, so what reaches the log is a
+	// prefix of what the coordinator handed out; the host also checks the
+	// write backlog before it sends, so a refusal is known before the next
+	// append goes out. Kafka gets the same from appending to the local log
+	// inside its coordinator's event loop and reverting the coordinator's
+	// state to the last written offset when an append fails.
+	//
+	// The simulator found it switched off (InvariantGroupUnsettled, seed
+	// 506) before the coordinator stopped handing out appends on a failure
+	// report; internal/frontend's
+	// TestRefusedCoordinatorAppendHoldsBackLaterOnes shows what it adds to
+	// that: appends handed out before the refusal is reported.
+	OrderedCoordinatorAppends Rule = "ordered-coordinator-appends"
 	// AnswerAfterCommit is the lost offset commit: a group coordinator
 	// that answers an OffsetCommit (or hands out a SyncGroup's assignment)
 	// as soon as it has written the record, before the high watermark of
@@ -137,7 +163,8 @@ const (
 // All lists every rule, in a stable order.
 func All() []Rule {
 	return []Rule{EpochTruncation, FencedFetch, EpochSafeISRJoin, MonotonicHighWatermark, OrderedMetadata, CommittedMeansDurable, CleanBelowHighWatermark,
-		AnswerAfterCommit, LoadCommittedOnly, MinISRRace, ReassignmentCompletesInISR, FetchByTopicID, RevokeBeforeAssign}
+		AnswerAfterCommit, LoadCommittedOnly, MinISRRace, ReassignmentCompletesInISR, FetchByTopicID, RevokeBeforeAssign,
+		OrderedCoordinatorAppends}
 }
 
 // Parse returns the rule with the given name.

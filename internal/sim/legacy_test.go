@@ -37,6 +37,14 @@ func TestEachLegacyRuleIsFound(t *testing.T) {
 				// TestRecreatedTopicDoesNotCountALaggingFollower shows it.
 				t.Skip("a scripted test shows this rule")
 			}
+			if rule == rules.OrderedCoordinatorAppends {
+				// Seed 506 failed with it off until the coordinator learned
+				// to stop handing out appends on a failure report
+				// (owners799); what the rule adds, appends handed out
+				// before the refusal is reported, internal/frontend's
+				// TestRefusedCoordinatorAppendHoldsBackLaterOnes shows.
+				t.Skip("a unit test in internal/frontend shows this rule")
+			}
 			t.Parallel()
 			for seed := uint64(1); seed <= uint64(legacyBudget); seed++ {
 				result := Run(Options{Seed: seed, Legacy: []rules.Rule{rule}})
