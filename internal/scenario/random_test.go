@@ -377,12 +377,14 @@ func TestRandomSchedulesFindEachLegacyFailure(t *testing.T) {
 				// find this one (sim.TestEachLegacyRuleIsFound).
 				t.Skip("no scenario compacts a log")
 			}
-			if rule == rules.AnswerAfterCommit || rule == rules.LoadCommittedOnly || rule == rules.RevokeBeforeAssign {
+			if rule == rules.AnswerAfterCommit || rule == rules.LoadCommittedOnly || rule == rules.RevokeBeforeAssign || rule == rules.OrderedCoordinatorAppends {
 				// The scenarios replay replication seed bugs; the group
 				// coordinator's rules are found by internal/group's replay
 				// property (TestReplayPropertyCatchesEachLegacyRule,
-				// TestReplayPropertyCatchesTwoOwnersWithoutRevokeBeforeAssign)
-				// and the simulator (sim.TestEachLegacyRuleIsFound).
+				// TestReplayPropertyCatchesTwoOwnersWithoutRevokeBeforeAssign),
+				// the simulator (sim.TestEachLegacyRuleIsFound) and, for
+				// ordered-coordinator-appends, internal/frontend's
+				// TestRefusedCoordinatorAppendHoldsBackLaterOnes.
 				t.Skip("no scenario runs a group coordinator")
 			}
 			if rule == rules.MinISRRace {
