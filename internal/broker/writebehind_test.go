@@ -17,14 +17,7 @@ import (
 // them into Records instead of handing sendfile a chunk with no file.
 // Once a job has written them, the same read goes out as file chunks.
 func TestZeroCopyReadsCopyUnwrittenRecords(t *testing.T) {
-	node := New(Config{
-		ID: 1, FS: disk.OS(), Dir: t.TempDir(), FlushAlways: false, SegmentBytes: 1 << 20, MaxBatchBytes: 1 << 16,
-		ReplicaLagTicks: 100, FetchRetryTicks: 10, ProposalRetryTicks: 10, MaxPendingProduces: 100, ZeroCopyReads: true,
-	}, 7)
-	defer node.Close()
-	if err := node.ApplyMetadata(metadataFor(1)); err != nil {
-		t.Fatal(err)
-	}
+	node := newZeroCopyNode(t, false)
 	node.TakeOutbox()
 	batch := record.Build(record.BuildOptions{Records: []record.Record{{Value: []byte("a")}, {Value: []byte("b")}}})
 	stored := append([]byte(nil), batch...)

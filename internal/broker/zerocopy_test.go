@@ -14,14 +14,7 @@ import (
 // above it (a follower's fetch of the tail, which a truncation may still
 // change) are read into the answer.
 func TestZeroCopyReadsOnlyBelowTheHighWatermark(t *testing.T) {
-	node := New(Config{
-		ID: 1, FS: disk.OS(), Dir: t.TempDir(), FlushAlways: true, SegmentBytes: 1 << 20, MaxBatchBytes: 1 << 16,
-		ReplicaLagTicks: 100, FetchRetryTicks: 10, ProposalRetryTicks: 10, MaxPendingProduces: 100, ZeroCopyReads: true,
-	}, 7)
-	defer node.Close()
-	if err := node.ApplyMetadata(metadataFor(1)); err != nil {
-		t.Fatal(err)
-	}
+	node := newZeroCopyNode(t, true)
 	batch := record.Build(record.BuildOptions{Records: []record.Record{{Value: []byte("a")}, {Value: []byte("b")}}})
 	stored := append([]byte(nil), batch...)
 	node.HandleClient(ClientRequest{Client: 9, Partition: orders, Produce: &replica.ProduceRequest{ID: 1, Batches: batch, Acks: replica.AcksLeader}})
@@ -61,4 +54,19 @@ func TestZeroCopyReadsOnlyBelowTheHighWatermark(t *testing.T) {
 	if _, err := committed.FetchChunks[0].File.ReadAt(result, committed.FetchChunks[0].Position); err != nil || !bytes.Equal(result, stored) {
 		t.Fatalf("the chunk holds %x (%v), want the stored batch", result, err)
 	}
+}
+
+// newZeroCopyNode is a one-broker node on real files with ZeroCopyReads
+// on, leading partition orders (metadataFor), closed when the test ends.
+func newZeroCopyNode(t *testing.T, flushAlways bool) *Node {
+	t.Helper()
+	node := New(Config{
+		ID: 1, FS: disk.OS(), Dir: t.TempDir(), FlushAlways: flushAlways, SegmentBytes: 1 << 20, MaxBatchBytes: 1 << 16,
+		ReplicaLagTicks: 100, FetchRetryTicks: 10, ProposalRetryTicks: 10, MaxPendingProduces: 100, ZeroCopyReads: true,
+	}, 7)
+	t.Cleanup(func() { node.Close() })
+	if err := node.ApplyMetadata(metadataFor(1)); err != nil {
+		t.Fatal(err)
+	}
+	return node
 }
