@@ -88,6 +88,12 @@ func TestChaosShortRunPasses(t *testing.T) {
 // With --acks 1 (the leader alone, idempotence off) and the leader killed
 // with kill -9 right after it acknowledges, writes the followers had not
 // fetched yet are lost; the checker must say so and the command exit 1.
+// The loss shows as either kind: lost (the value is gone) or wrong-offset
+// (the offset it was acknowledged at was truncated away, and another
+// attempt of the same batch, which a producer without idempotence may
+// send twice, survived at another offset). Which one a
+// run gets depends on how far the followers had fetched when the leader
+// died; CI saw a run with only the second.
 func TestChaosFindsLossWithAcksOne(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three tide processes under faults; skipped with -short")
@@ -97,8 +103,8 @@ func TestChaosFindsLossWithAcksOne(t *testing.T) {
 	if err == nil || exitCode(err) != 1 {
 		t.Fatalf("tide chaos --acks 1 exited without a violation (%v): %+v", err, result.ViolationCounts)
 	}
-	if result.ViolationCounts[chaos.KindLost] == 0 {
-		t.Fatalf("no acknowledged write lost with acks=1 and the leader killed after acknowledging: %v", result.ViolationCounts)
+	if result.ViolationCounts[chaos.KindLost]+result.ViolationCounts[chaos.KindWrongOffset] == 0 {
+		t.Fatalf("no acknowledged write lost or moved with acks=1 and the leader killed after acknowledging: %v", result.ViolationCounts)
 	}
 	t.Logf("violations: %v (faults %v)", result.ViolationCounts, result.Faults)
 }
