@@ -33,6 +33,9 @@ type simOptions struct {
 	runTicks   int64
 	faultsFrom int64
 	shrink     bool
+	// batchedPasses has brokers take a tick's Kafka requests in one pass
+	// (sim.Options.BatchedPasses).
+	batchedPasses bool
 	// requireEveryAPI fails a run that leaves an API key tide serves
 	// unexercised.
 	requireEveryAPI bool
@@ -75,6 +78,7 @@ for a smaller run that fails the same way. The same seed gives the same run.
 	flags.StringSliceVar(&options.without, "without", nil, "switch these kinds of fault off (kinds: "+faultKindNames()+")")
 	flags.Int64Var(&options.runTicks, "run-ticks", 0, "ticks of faults before healing (default 3000)")
 	flags.Int64Var(&options.faultsFrom, "faults-from", 0, "inject no fault before this tick")
+	flags.BoolVar(&options.batchedPasses, "batched-passes", false, "brokers take a tick's Kafka requests in one pass and flush once, as tide serve's loop does")
 	flags.BoolVar(&options.shrink, "shrink", false, "on a failure, search for a smaller run that fails the same way")
 	flags.BoolVar(&options.requireEveryAPI, "require-every-api", false, "exit 1 when the seeds left an API key tide serves without a request")
 	return command
@@ -112,7 +116,8 @@ func (o simOptions) runOptions() (sim.Options, error) {
 	if o.seeds < 1 {
 		return sim.Options{}, errors.New("--seeds must be at least 1")
 	}
-	return sim.Options{Legacy: legacy, Without: without, RunTicks: o.runTicks, FaultsFrom: o.faultsFrom, TraceLines: 200, Detail: o.detail}, nil
+	return sim.Options{Legacy: legacy, Without: without, RunTicks: o.runTicks, FaultsFrom: o.faultsFrom, TraceLines: 200, Detail: o.detail,
+		BatchedPasses: o.batchedPasses}, nil
 }
 
 func runSim(cmd *cobra.Command, options simOptions) error {

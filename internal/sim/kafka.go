@@ -213,7 +213,25 @@ func (w *world) serveKafka(b *brokerProcess, c *simConn, request []byte) {
 		}
 		w.writeResponses(c)
 	})
+	if w.options.BatchedPasses {
+		if b.flushDue {
+			w.stats.requestsSharingAPass++
+		}
+		b.flushDue = true // flushed once the tick's messages are delivered (flushPasses)
+		return
+	}
 	w.flush(b)
+}
+
+// flushPasses ends the pass of each broker that took Kafka requests this
+// tick without flushing after each (Options.BatchedPasses).
+func (w *world) flushPasses() {
+	for _, b := range w.machines {
+		if b.flushDue {
+			b.flushDue = false
+			w.flush(b)
+		}
+	}
 }
 
 // writeResponses sends the connection's answered responses from the

@@ -43,6 +43,15 @@ func TestEachLegacyRuleIsFound(t *testing.T) {
 				// (owners799); what the rule adds, appends handed out
 				// before the refusal is reported, internal/frontend's
 				// TestRefusedCoordinatorAppendHoldsBackLaterOnes shows.
+				// A broker here flushes after each request, so a refusal
+				// is reported before the next request is handled: seeds 1
+				// to 1500 pass with it off. With BatchedPasses (a tick's
+				// requests in one pass, as tide serve takes them) only
+				// seeds 89 and 786 of 1 to 1500 fail with it off, and
+				// they fail the same way with it on (docs/simulation.md).
+				// The case needs a refused append and a later one of the
+				// same group in one pass before any fetch delivers the
+				// refusal, which the workload brings about too rarely.
 				t.Skip("a unit test in internal/frontend shows this rule")
 			}
 			t.Parallel()

@@ -43,6 +43,16 @@ type Options struct {
 	// Detail adds every replica's appends, fetches, high watermarks and
 	// proposals to the trace.
 	Detail bool
+	// BatchedPasses has each broker take every Kafka request due in a tick
+	// in one pass of its loop and flush once after the last, as tide
+	// serve's loop takes up to maxEventsPerPass queued events before it
+	// flushes (internal/server), instead of flushing after each request.
+	// What one request's handling put in the node's outbox (a produce
+	// refused before its replica decided it) then reaches its caller only
+	// after the pass's later requests were handled: a group coordinator
+	// may hand out appends built on an append whose refusal it has not
+	// yet been told of (rule ordered-coordinator-appends).
+	BatchedPasses bool
 }
 
 // shape is the cluster and fault model one seed draws (swarm testing: every

@@ -35,6 +35,9 @@ type Stats struct {
 	blackholes int
 	// apiRequests counts the Kafka requests brokers took, by API key.
 	apiRequests map[int16]int
+	// requestsSharingAPass counts the Kafka requests a broker took in a
+	// pass that had already taken one (Options.BatchedPasses).
+	requestsSharingAPass int
 	// groupCommits counts the simple group consumer's acknowledged
 	// offset commits (groups.go).
 	groupCommits int
@@ -254,6 +257,7 @@ func (w *world) tick(workload, faults bool) {
 	for _, m := range w.network.due() {
 		w.dispatch(m)
 	}
+	w.flushPasses()
 	w.tickClients()
 	for _, b := range w.machines {
 		w.stepMachine(b)

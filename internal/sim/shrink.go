@@ -261,5 +261,8 @@ func (o Options) Command() string {
 	if o.RunTicks != 0 {
 		command += fmt.Sprintf(" --run-ticks %d", o.RunTicks)
 	}
+	if o.BatchedPasses {
+		command += " --batched-passes"
+	}
 	return command
 }

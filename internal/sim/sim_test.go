@@ -408,3 +408,25 @@ func TestHoldersExcuseOnlyWhenEveryHolderLostItsData(t *testing.T) {
 	change(50, metadata.NoBroker, 2, 3)
 	excused(true)
 }
+
+// With BatchedPasses a broker takes the Kafka requests due in a tick in
+// one pass, as tide serve's loop takes what queued up before it flushes:
+// the run is still a pure function of its seed, requests do share passes,
+// and the schedule is another than with a flush after each request.
+func TestBatchedPassesShareAPass(t *testing.T) {
+	batched := Options{Seed: 42, BatchedPasses: true}
+	first, second := Run(batched), Run(batched)
+	if first.Hash != second.Hash {
+		t.Fatalf("seed 42 with batched passes ran differently twice: %x and %x", first.Hash, second.Hash)
+	}
+	if first.Violation != nil {
+		t.Fatalf("seed 42 with batched passes: %s", first.Violation)
+	}
+	if first.Stats.requestsSharingAPass == 0 {
+		t.Fatalf("no Kafka request shared a pass with another")
+	}
+	if unbatched := Run(Options{Seed: 42}); unbatched.Hash == first.Hash || unbatched.Stats.requestsSharingAPass != 0 {
+		t.Fatalf("batched passes changed nothing: %x, %d requests sharing a pass without them", unbatched.Hash, unbatched.Stats.requestsSharingAPass)
+	}
+	t.Logf("%d Kafka requests shared a pass with an earlier one", first.Stats.requestsSharingAPass)
+}

@@ -117,6 +117,9 @@ type brokerProcess struct {
 	// losesAtRegistration says the running incarnation could not vouch for
 	// its log: its registration is where the holders lose it.
 	losesAtRegistration bool
+	// flushDue says the broker took Kafka requests in this tick's pass
+	// and has not flushed since (Options.BatchedPasses).
+	flushDue bool
 }
 
 func (w *world) trace(format string, args ...any) {
