@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -56,16 +56,16 @@ func startLimitedNode(t *testing.T, configure func(*Config), fs disk.FS) *Server
 	return node
 }
 
-// stallFS is the real disk, except that while its gate is shut every Write
-// and Sync of a partition log's offset index waits for it to open: the node
-// loop, which writes an index entry itself every IndexIntervalBytes of
-// appends (the segment's writes and syncs run on I/O workers), stalls as
-// it would on a disk that stopped answering.
+// stallFS is the real disk, except that while its gate is shut the
+// creation of a partition's segment file waits for it to open. A roll
+// creates the next segment on the node loop (the segments' and indexes'
+// writes and syncs run on I/O workers), so a produce that rolls stalls the
+// loop as it would on a disk that stopped answering.
 type stallFS struct {
 	disk.FS
 	mu   sync.Mutex
 	shut chan struct{} // nil when open
-	// stalled receives a value each time a Write or Sync starts waiting.
+	// stalled receives a value each time a Create starts waiting.
 	stalled chan struct{}
 }
 
@@ -88,10 +88,14 @@ func (fs *stallFS) openGate() {
 	}
 }
 
-func (fs *stallFS) wait(name string) {
-	if !strings.Contains(name, "partitions") || !strings.HasSuffix(name, ".index") {
-		return
+func (fs *stallFS) Create(name string) (disk.File, error) {
+	if strings.Contains(name, "partitions") && strings.HasSuffix(name, ".log") {
+		fs.waitForGate()
 	}
+	return fs.FS.Create(name)
+}
+
+func (fs *stallFS) waitForGate() {
 	fs.mu.Lock()
 	shut := fs.shut
 	fs.mu.Unlock()
@@ -104,34 +108,6 @@ func (fs *stallFS) wait(name string) {
 	}
 	<-shut
 }
-
-func (fs *stallFS) Create(name string) (disk.File, error) { return fs.wrap(fs.FS.Create(name)) }
-func (fs *stallFS) Open(name string) (disk.File, error)   { return fs.wrap(fs.FS.Open(name)) }
-
-func (fs *stallFS) wrap(f disk.File, err error) (disk.File, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &stallFile{File: f, fs: fs}, nil
-}
-
-type stallFile struct {
-	disk.File
-	fs *stallFS
-}
-
-func (f *stallFile) Sync() error {
-	f.fs.wait(f.Name())
-	return f.File.Sync()
-}
-
-func (f *stallFile) Write(p []byte) (int, error) {
-	f.fs.wait(f.Name())
-	return f.File.Write(p)
-}
-
-// OSFile keeps sendfile working through the wrapper.
-func (f *stallFile) OSFile() *os.File { return f.File.(disk.OSFile).OSFile() }
 
 // produceRequestBytes is a framed Produce v7 of one partition whose
 // records are size bytes (not a valid batch: it is refused once the node
@@ -188,24 +164,28 @@ func TestQueuedRequestBytesBoundMemoryDuringStall(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	createTopic(ctx, t, client, "stall", 1)
+	createTopicWithConfig(ctx, t, client, "stall", "segment.bytes", "16384")
 
-	// A first batch larger than the index interval (4 KiB, random bytes
-	// that no codec shrinks), then a second: its append writes the
-	// segment's first index entry, on the loop, which the shut gate holds.
-	first := make([]byte, 8<<10)
-	for i := range first {
-		first[i] = byte(rand.Uint32())
+	// A topic's segment is never smaller than the largest batch (1 MiB), so
+	// a first batch of 600 KiB (random bytes that no codec shrinks) and a
+	// second of 600 KiB, which does not fit: its append rolls, and the roll
+	// creates the next segment on the loop, which the shut gate holds.
+	randomBytes := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rand.Uint32())
+		}
+		return b
 	}
-	if err := client.ProduceSync(ctx, &kgo.Record{Value: first}).FirstErr(); err != nil {
+	if err := client.ProduceSync(ctx, &kgo.Record{Value: randomBytes(600 << 10)}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	fs.closeGate()
-	client.Produce(ctx, &kgo.Record{Value: []byte("stall")}, nil)
+	client.Produce(ctx, &kgo.Record{Value: randomBytes(600 << 10)}, nil)
 	select {
 	case <-fs.stalled:
 	case <-ctx.Done():
-		t.Fatal("the node loop never reached the stalled write")
+		t.Fatal("the node loop never reached the stalled roll")
 	}
 	request := produceRequestBytes("stall", requestBytes) // shared by every writer: counted once
 	baseline := liveHeap()
@@ -263,5 +243,26 @@ func checkAnswersApiVersions(t *testing.T, seed string) {
 	defer client.Close()
 	if _, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, client); err != nil {
 		t.Fatalf("ApiVersions: %v", err)
+	}
+}
+
+// createTopicWithConfig creates a one-partition topic with one topic
+// config set.
+func createTopicWithConfig(ctx context.Context, t *testing.T, client *kgo.Client, name, key, value string) {
+	t.Helper()
+	request := kmsg.NewPtrCreateTopicsRequest()
+	entry := kmsg.NewCreateTopicsRequestTopic()
+	entry.Topic, entry.NumPartitions, entry.ReplicationFactor = name, 1, 1
+	config := kmsg.NewCreateTopicsRequestTopicConfig()
+	config.Name, config.Value = key, kmsg.StringPtr(value)
+	entry.Configs = append(entry.Configs, config)
+	request.Topics = append(request.Topics, entry)
+	request.TimeoutMillis = 10000
+	response, err := request.RequestWith(ctx, client)
+	if err != nil {
+		t.Fatalf("CreateTopics: %v", err)
+	}
+	if code := response.Topics[0].ErrorCode; code != 0 {
+		t.Fatalf("CreateTopics: %v", kerr.ErrorForCode(code))
 	}
 }
