@@ -209,6 +209,12 @@ func (l *Log) allEpochStarts() ([]leaderepoch.Entry, error) {
 // finishRecovery syncs what recovery changed, so that the recovered log is
 // the durable log, and checkpoints the offsets.
 func (l *Log) finishRecovery(highWatermark record.Offset) error {
+	// The rebuilt indexes' entries are pending (entryFile): into the
+	// files first, which Open then spills from memory for all but the
+	// active segment.
+	if err := l.drainLocked(); err != nil {
+		return err
+	}
 	for _, s := range l.segments {
 		if s.baseOffset >= l.recovery.ScannedFrom || s == l.segments[len(l.segments)-1] {
 			if err := s.sync(); err != nil {

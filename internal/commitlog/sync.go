@@ -13,14 +13,16 @@ import (
 //
 //  1. BeginSync, on the owner's goroutine (the node loop), decides what to
 //     write and sync: the pending buffers of the segments holding data past
-//     the durable end offset (pending.go), which it seals, and the log end
-//     offset they will make durable.
+//     the durable end offset (pending.go), which it seals, their indexes'
+//     pending entries, encoded (entryfile.go), and the log end offset they
+//     will make durable.
 //  2. SyncJob.Run, on any goroutine (an I/O worker in tide serve, a
 //     completion event in the simulator), writes those buffers to their
-//     files, then syncs the files. It touches no state of the log beyond
+//     files, then each segment's index entries, then syncs the segment
+//     files (index files are synced at roll, truncation and close). It touches no state of the log beyond
 //     what syncMu guards, which the steps that close files share.
 //  3. CompleteSync, on the owner's goroutine, records the written bytes
-//     as flushed and drops their buffers, and moves the durable end offset
+//     and entries as flushed and drops their buffers, and moves the durable end offset
 //     to what the job made durable; or fails the log if the write or the
 //     sync failed.
 //
@@ -54,11 +56,15 @@ type SyncJob struct {
 }
 
 // segmentWrite is a job's write of one segment's pending buffers, which
-// hold its bytes from start on; they are sealed (pending.go).
+// hold its bytes from start on; they are sealed (pending.go). index and
+// timeIndex are its indexes' pending entries, encoded (entryFile), which
+// Run writes after the bytes.
 type segmentWrite struct {
-	segment *segment
-	start   int64
-	buffers [][]byte
+	segment   *segment
+	start     int64
+	buffers   [][]byte
+	index     entriesWrite
+	timeIndex entriesWrite
 }
 
 // end is the segment position the write ends at.
@@ -101,8 +107,8 @@ func (l *Log) BeginSync() (SyncJob, bool) {
 		if s.nextOffset > l.durableEndOffset && s.size > 0 {
 			job.files = append(job.files, s.file)
 		}
-		if s.pendingBytes() > 0 {
-			job.writes = append(job.writes, segmentWrite{segment: s, start: s.flushed, buffers: s.sealPending()})
+		if s.pendingBytes() > 0 || s.pendingIndexEntries() > 0 {
+			job.writes = append(job.writes, s.sealWrite())
 		}
 	}
 	return job, true
@@ -121,7 +127,7 @@ func (j SyncJob) Run() error {
 		return errSyncStale
 	}
 	for _, write := range j.writes {
-		if err := write.segment.writeBuffers(write.start, write.buffers); err != nil {
+		if err := write.run(); err != nil {
 			return err
 		}
 	}
@@ -158,7 +164,7 @@ func (l *Log) CompleteSync(job SyncJob, runErr error) (record.Offset, error) {
 		panic(fmt.Sprintf("commitlog: a sync job of generation %d ends at %d, past the log end %d", job.generation, job.endOffset, l.logEndOffsetLocked()))
 	}
 	for _, write := range job.writes {
-		write.segment.markFlushed(write.end())
+		write.markFlushed()
 	}
 	l.durableEndOffset = max(l.durableEndOffset, job.endOffset)
 	l.assertInvariantsLocked("sync")
@@ -211,13 +217,9 @@ func (l *Log) drainLocked() error {
 
 func (l *Log) drainHoldingSyncMuLocked() error {
 	for _, s := range l.segments {
-		if s.pendingBytes() == 0 {
-			continue
-		}
-		if err := s.writeBuffers(s.flushed, s.pending); err != nil {
+		if err := s.drain(); err != nil {
 			return l.failLocked(err)
 		}
-		s.markFlushed(s.size)
 	}
 	return nil
 }
