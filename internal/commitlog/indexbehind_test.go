@@ -247,6 +247,19 @@ func TestSpillWritesPendingEntriesFirst(t *testing.T) {
 	if len(l.segments) < 3 {
 		t.Fatalf("%d segments", len(l.segments))
 	}
+	// The segments rolled since the last job keep their entries in memory
+	// until a job writes them.
+	for _, s := range l.rolled {
+		if s.index.spilled || s.pendingIndexEntries() == 0 {
+			t.Fatalf("rolled segment %d: spilled %t with %d entries pending", s.baseOffset, s.index.spilled, s.pendingIndexEntries())
+		}
+	}
+	if len(l.rolled) == 0 {
+		t.Fatal("no rolled segment waits for a job")
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range l.segments[:len(l.segments)-1] {
 		if !s.index.spilled || s.pendingIndexEntries() != 0 {
 			t.Fatalf("segment %d: spilled %t with %d entries pending", s.baseOffset, s.index.spilled, s.pendingIndexEntries())
