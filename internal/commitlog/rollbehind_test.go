@@ -183,3 +183,22 @@ func TestJobCheckpointAfterAnOwnersCheckpoint(t *testing.T) {
 		t.Fatalf("the next job left the recovery point at %d, the active segment starts at %d", l.RecoveryPoint(), l.segments[len(l.segments)-1].baseOffset)
 	}
 }
+
+// The loop writes nothing to a segment or an index while it appends, rolls
+// included: a roll creates files and leaves every write to the job.
+func TestAppendsAcrossRollsWriteNothing(t *testing.T) {
+	mem := disk.NewMem()
+	fs := newWriteCountingFS(mem)
+	l := openTestLog(t, fs, Config{SegmentBytes: 16 << 10, IndexIntervalBytes: 256})
+	appendKept(t, l, 1, 1) // the first epoch's checkpoint
+	before := fs.total()
+	for i := range 400 {
+		appendKept(t, l, 1, int64(2+i))
+	}
+	if l.Segments() < 3 {
+		t.Fatalf("%d segments, want rolls", l.Segments())
+	}
+	if writes := fs.total() - before; writes != 0 {
+		t.Fatalf("%d writes to segments and indexes while appending across %d rolls", writes, l.Segments()-1)
+	}
+}
