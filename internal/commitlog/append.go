@@ -215,31 +215,26 @@ func (l *Log) SetClock(nowMs int64) {
 	}
 }
 
-// rollLocked syncs the active segment, creates the next one and makes its
-// directory entry durable, then checkpoints the new recovery point, so that
-// recovery after a crash only scans the new active segment.
+// rollLocked closes the active segment and creates the next one, and
+// leaves the rest to the next sync job (rolled.go): the closed segment's
+// pending bytes and index entries, its fsync and its indexes', the
+// directory sync, and the checkpoint of the new recovery point. The loop
+// only adds the final time index entry, in memory, and creates the files.
 func (l *Log) rollLocked() error {
 	if len(l.segments) >= SegmentsOpenMax {
 		return fmt.Errorf("%w: %d segments open", ErrTooManySegments, len(l.segments))
 	}
-	if err := l.segments[len(l.segments)-1].indexFinalTimestamp(); err != nil {
+	closing := l.segments[len(l.segments)-1]
+	if err := closing.indexFinalTimestamp(); err != nil {
 		return l.failLocked(fmt.Errorf("roll: time index: %w", err))
-	}
-	if err := l.syncActiveLocked(); err != nil {
-		return err
 	}
 	next, err := createSegment(l.cfg.FS, l.cfg.Dir, l.logEndOffsetLocked(), l.clockMs)
 	if err != nil {
 		return l.failLocked(fmt.Errorf("roll: %w", err))
 	}
-	if err := l.cfg.FS.SyncDir(l.cfg.Dir); err != nil {
-		next.close()
-		return l.failLocked(fmt.Errorf("roll: sync dir: %w", err))
-	}
-	l.segments[len(l.segments)-1].spillIndexes()
 	l.segments = append(l.segments, next)
-	l.recoveryPoint = l.durableEndOffset
-	return l.writeOffsetsCheckpointLocked()
+	l.rolled = append(l.rolled, closing)
+	return nil
 }
 
 // CheckWriteBacklog says whether an append of size bytes would be refused
@@ -261,10 +256,14 @@ func (l *Log) PendingBytes() int64 {
 	return l.pendingBytesLocked()
 }
 
-// pendingBytesLocked counts the active segment's: a roll drains the
-// segment it closes, so no other has any (assertInvariantsLocked).
+// pendingBytesLocked counts the active segment's and the rolled ones':
+// no other has any (assertInvariantsLocked).
 func (l *Log) pendingBytesLocked() int64 {
-	return l.segments[len(l.segments)-1].pendingBytes()
+	pending := l.segments[len(l.segments)-1].pendingBytes()
+	for _, s := range l.rolled {
+		pending += s.pendingBytes()
+	}
+	return pending
 }
 
 // checkWriteBacklogLocked refuses size more pending bytes past

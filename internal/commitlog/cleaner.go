@@ -94,6 +94,11 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 	if !opts.Config.Compact {
 		return CleanResult{Skipped: "cleanup.policy has no compact"}, nil
 	}
+	// The cleaner rewrites and swaps inactive segments: a rolled one is
+	// settled first (rolled.go), its bytes and entries in its files.
+	if err := l.settleRolledLocked(); err != nil {
+		return CleanResult{}, err
+	}
 	plan, skipped, err := l.planCleanLocked(opts)
 	if err != nil || skipped != "" {
 		return CleanResult{Skipped: skipped, FirstDirty: plan.firstDirty, DirtyRatio: plan.ratio}, err

@@ -54,7 +54,7 @@ func (l *Log) swapSegmentLocked(i int, w *segmentWriter) error {
 		return l.failLocked(fmt.Errorf("cleaner: reopen %s: %w", segmentName, err))
 	}
 	fresh.nextOffset = s.nextOffset
-	fresh.index.entries = w.index
+	fresh.index.setWritten(w.index)
 	// The time index stays the original's: cleaning only removes records,
 	// so an entry's "nothing up to this offset is newer" still holds, and
 	// retention by the original's newest timestamp can only come later.

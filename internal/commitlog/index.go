@@ -25,7 +25,9 @@ type indexEntry struct {
 // IndexIntervalBytes of segment data, appended to a file and, for the
 // active segment, kept in memory (entryFile).
 // It is derived data: recovery rebuilds it from the segment whenever it
-// disagrees with the segment, so it is synced only at roll and close.
+// disagrees with the segment, so it is synced only at roll, truncation
+// and close, never by a sync job of the active segment; a job writes its
+// entries after the segment's bytes (entryFile).
 //
 // Invariant: relative offsets and positions strictly increase.
 type offsetIndex struct {
@@ -51,9 +53,15 @@ func decodeIndexEntry(b []byte) indexEntry {
 	return indexEntry{relativeOffset: binary.BigEndian.Uint32(b[0:4]), position: binary.BigEndian.Uint32(b[4:8])}
 }
 
+// encodeIndexEntry appends an entry as the file holds it.
+func encodeIndexEntry(b []byte, entry indexEntry) []byte {
+	b = binary.BigEndian.AppendUint32(b, entry.relativeOffset)
+	return binary.BigEndian.AppendUint32(b, entry.position)
+}
+
 // newOffsetIndex is the offset index kept in file.
 func newOffsetIndex(file disk.File) offsetIndex {
-	return offsetIndex{newEntryFile(file, indexEntryBytes, decodeIndexEntry)}
+	return offsetIndex{newEntryFile(file, indexEntryBytes, decodeIndexEntry, encodeIndexEntry)}
 }
 
 // append adds an entry; it must come after every existing entry.
@@ -63,10 +71,7 @@ func (x *offsetIndex) append(entry indexEntry) error {
 			panic(fmt.Sprintf("commitlog: index entry %+v after %+v", entry, last))
 		}
 	}
-	var buf [indexEntryBytes]byte
-	binary.BigEndian.PutUint32(buf[0:4], entry.relativeOffset)
-	binary.BigEndian.PutUint32(buf[4:8], entry.position)
-	return x.write(entry, buf[:])
+	return x.add(entry)
 }
 
 // truncateToPosition drops the entries at or after position, the start of

@@ -27,8 +27,12 @@ func (l *Log) assertInvariantsLocked(when string) {
 		for _, buffer := range s.pending {
 			pending += int64(len(buffer))
 		}
-		if s.flushed+pending != s.size || (i < len(l.segments)-1 && pending > 0) {
+		unsettled := i == len(l.segments)-1 || l.isRolledLocked(s)
+		if s.flushed+pending != s.size || (!unsettled && pending > 0) {
 			panic(fmt.Sprintf("commitlog: %s: segment %d of %d has %d bytes, %d flushed and %d pending", when, i, len(l.segments), s.size, s.flushed, pending))
+		}
+		if s.index.flushed > s.index.length() || s.timeIndex.flushed > s.timeIndex.length() || (!unsettled && s.pendingIndexEntries() > 0) {
+			panic(fmt.Sprintf("commitlog: %s: segment %d of %d has index entries %d/%d flushed of %d/%d", when, i, len(l.segments), s.index.flushed, s.timeIndex.flushed, s.index.length(), s.timeIndex.length()))
 		}
 		if s.nextOffset < s.baseOffset || (i > 0 && s.baseOffset != l.segments[i-1].nextOffset) {
 			panic(fmt.Sprintf("commitlog: %s: segment %d [%d, %d) does not follow [%d, %d)", when, i, s.baseOffset, s.nextOffset, l.segments[max(i-1, 0)].baseOffset, l.segments[max(i-1, 0)].nextOffset))

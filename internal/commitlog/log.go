@@ -56,7 +56,16 @@ type Log struct {
 	// segments are sorted by base offset and contiguous; the last is the
 	// active segment that takes appends. There is always at least one.
 	segments []*segment
-	epochs   leaderepoch.Cache
+	// rolled are the segments a roll closed that no sync has settled yet
+	// (rolled.go), oldest first: only they and the active segment may
+	// hold pending bytes or index entries, or unsynced files.
+	rolled []*segment
+	// checkpointSequence counts the offsets checkpoints written on the
+	// owner's goroutine; it is written holding both mu and syncMu. A sync
+	// job writes its checkpoint only when none came since it began, so a
+	// job never overwrites a newer checkpoint with older values.
+	checkpointSequence uint64
+	epochs             leaderepoch.Cache
 	// cursors are where recent reads ended, so that the next read from
 	// there skips the index lookup (readcursor.go).
 	cursors readCursors
@@ -65,8 +74,8 @@ type Log struct {
 	// durableEndOffset is the offset below which every byte is synced.
 	// Invariant: logStartOffset <= durableEndOffset <= log end offset.
 	durableEndOffset record.Offset
-	// recoveryPoint is the durable end offset as of the last offsets
-	// checkpoint.
+	// recoveryPoint is the recovery point the offsets checkpoint holds:
+	// every segment below it is durable with its indexes and its name.
 	recoveryPoint record.Offset
 	// highWatermark is what the replication layer last set. The log keeps
 	// it at or below the log end offset.
@@ -257,16 +266,38 @@ func (l *Log) Checkpoint() error {
 	if err := l.usableLocked(); err != nil {
 		return err
 	}
+	// The recovery point vouches for the segments below it, indexes and
+	// names included: the rolled ones are settled first. At the log end
+	// it vouches for the active segment too, once a later segment exists.
+	if l.durableEndOffset == l.logEndOffsetLocked() {
+		if err := l.finishActiveTimeIndexLocked(); err != nil {
+			return err
+		}
+	} else if err := l.settleRolledLocked(); err != nil {
+		return err
+	}
 	l.recoveryPoint = l.durableEndOffset
 	return l.writeOffsetsCheckpointLocked()
 }
 
-func (l *Log) writeOffsetsCheckpointLocked() error {
-	checkpoint := offsetsCheckpoint{
-		HighWatermark:  min(l.highWatermark, l.recoveryPoint),
-		RecoveryPoint:  l.recoveryPoint,
+// offsetsCheckpointLocked is the checkpoint of the log's offsets with the
+// recovery point recoveryPoint.
+func (l *Log) offsetsCheckpointLocked(recoveryPoint record.Offset) offsetsCheckpoint {
+	return offsetsCheckpoint{
+		HighWatermark:  min(l.highWatermark, recoveryPoint),
+		RecoveryPoint:  recoveryPoint,
 		LogStartOffset: l.logStartOffset,
 	}
+}
+
+// writeOffsetsCheckpointLocked writes the checkpoint on the owner's
+// goroutine. It takes syncMu, as a job writing its checkpoint does, and
+// counts the write, so that a job begun before writes none over it.
+func (l *Log) writeOffsetsCheckpointLocked() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.checkpointSequence++
+	checkpoint := l.offsetsCheckpointLocked(l.recoveryPoint)
 	if err := disk.WriteFileAtomically(l.cfg.FS, l.cfg.Dir, offsetsCheckpointName, checkpoint.marshal()); err != nil {
 		return l.failLocked(fmt.Errorf("write offsets checkpoint: %w", err))
 	}
@@ -290,7 +321,7 @@ func (l *Log) Close() error {
 		err = nil
 	}
 	if err == nil && l.failure == nil {
-		if err = l.syncActiveLocked(); err == nil {
+		if err = l.finishActiveTimeIndexLocked(); err == nil {
 			l.recoveryPoint = l.durableEndOffset
 			err = l.writeOffsetsCheckpointLocked()
 		}
@@ -307,11 +338,15 @@ func (l *Log) Close() error {
 	return err
 }
 
-// syncActiveLocked drains the pending bytes into the files and syncs the
-// active segment and its index while holding the lock, on the owner's
-// goroutine: for roll, truncation, retention and close, which are rare.
+// syncActiveLocked drains the pending bytes into the files, settles the
+// rolled segments and syncs the active segment and its index while
+// holding the lock, on the owner's goroutine: for truncation, retention
+// and close, which are rare.
 func (l *Log) syncActiveLocked() error {
 	if err := l.drainLocked(); err != nil {
+		return err
+	}
+	if err := l.settleRolledLocked(); err != nil {
 		return err
 	}
 	if err := l.segments[len(l.segments)-1].sync(); err != nil {
@@ -319,6 +354,20 @@ func (l *Log) syncActiveLocked() error {
 	}
 	l.durableEndOffset = l.logEndOffsetLocked()
 	return nil
+}
+
+// finishActiveTimeIndexLocked adds the active segment's final time index
+// entry (its largest timestamp), then syncs the log (syncActiveLocked):
+// before a recovery point at the log end is checkpointed. Once a later
+// segment exists, recovery trusts the active one below such a recovery
+// point and takes its largest timestamp from its time index's last entry;
+// a roll adds that entry, but the new segment's name may reach the disk
+// before the job that syncs the entry does.
+func (l *Log) finishActiveTimeIndexLocked() error {
+	if err := l.segments[len(l.segments)-1].indexFinalTimestamp(); err != nil {
+		return l.failLocked(fmt.Errorf("time index: %w", err))
+	}
+	return l.syncActiveLocked()
 }
 
 // String describes the log's offsets, for tests and debugging.

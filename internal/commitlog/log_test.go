@@ -343,6 +343,9 @@ func TestOpenOnRealFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := l.Sync(); err != nil { // written bytes are read from the files
+		t.Fatal(err)
+	}
 	result, err := l.Read(0, 1<<20, 1000)
 	if err != nil || result.NextOffset != 100 {
 		t.Fatalf("read: %v %+v", err, result)

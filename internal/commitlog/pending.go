@@ -166,3 +166,58 @@ func (s *segment) pendingChunks(chunks []Chunk, position, end int64) []Chunk {
 	}
 	return chunks
 }
+
+// sealWrite seals the segment's pending bytes and index entries for a job.
+func (s *segment) sealWrite() segmentWrite {
+	write := segmentWrite{segment: s, start: s.flushed}
+	if s.pendingBytes() > 0 {
+		write.buffers = s.sealPending()
+	}
+	write.index = s.index.sealPending()
+	write.timeIndex = s.timeIndex.sealPending()
+	return write
+}
+
+// pendingIndexEntries is how many entries of the segment's two indexes are
+// not known to be in their files.
+func (s *segment) pendingIndexEntries() int {
+	return s.index.pendingEntries() + s.timeIndex.pendingEntries()
+}
+
+// run writes a job's bytes, then its index entries: an entry names a batch
+// the segment's file holds by the time the entry is in its own file (the
+// job syncs the segment, and recovery checks every index entry of a
+// trusted segment against its batches and rebuilds one that disagrees).
+// The caller holds the log's syncMu.
+func (w segmentWrite) run() error {
+	if err := w.segment.writeBuffers(w.start, w.buffers); err != nil {
+		return err
+	}
+	if err := w.segment.index.writeEntries(w.index); err != nil {
+		return err
+	}
+	return w.segment.timeIndex.writeEntries(w.timeIndex)
+}
+
+// markFlushed records, at the job's completion, that its bytes and
+// entries are in the files.
+func (w segmentWrite) markFlushed() {
+	w.segment.markFlushed(w.end())
+	w.segment.index.markFlushed(w.segment.index.end(w.index))
+	w.segment.timeIndex.markFlushed(w.segment.timeIndex.end(w.timeIndex))
+}
+
+// drain writes every pending byte and index entry of the segment, on the
+// calling goroutine. The caller holds the log's syncMu.
+func (s *segment) drain() error {
+	if s.pendingBytes() > 0 {
+		if err := s.writeBuffers(s.flushed, s.pending); err != nil {
+			return err
+		}
+		s.markFlushed(s.size)
+	}
+	if err := s.index.drain(); err != nil {
+		return err
+	}
+	return s.timeIndex.drain()
+}

@@ -39,12 +39,12 @@ func (l *Log) scanFrom(first int, recoveryPoint record.Offset) ([]leaderepoch.En
 		if damage != nil {
 			return epochs, l.cutTail(i, position, s.nextOffset, recoveryPoint, damage)
 		}
-		if i+1 < len(l.segments) {
-			// An inactive segment's time index ends with its largest
-			// timestamp, as a roll leaves it.
-			if err := s.indexFinalTimestamp(); err != nil {
-				return epochs, err
-			}
+		// An inactive segment's time index ends with its largest
+		// timestamp, as a roll leaves it; the active one's too, since
+		// recovery checkpoints the log end as the recovery point, below
+		// which a roll's new segment makes the active one trusted.
+		if err := s.indexFinalTimestamp(); err != nil {
+			return epochs, err
 		}
 		expected = s.nextOffset
 	}
@@ -209,6 +209,12 @@ func (l *Log) allEpochStarts() ([]leaderepoch.Entry, error) {
 // finishRecovery syncs what recovery changed, so that the recovered log is
 // the durable log, and checkpoints the offsets.
 func (l *Log) finishRecovery(highWatermark record.Offset) error {
+	// The rebuilt indexes' entries are pending (entryFile): into the
+	// files first, which Open then spills from memory for all but the
+	// active segment.
+	if err := l.drainLocked(); err != nil {
+		return err
+	}
 	for _, s := range l.segments {
 		if s.baseOffset >= l.recovery.ScannedFrom || s == l.segments[len(l.segments)-1] {
 			if err := s.sync(); err != nil {

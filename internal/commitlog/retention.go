@@ -126,6 +126,11 @@ func (l *Log) moveLogStartLocked(offset record.Offset) error {
 			return err
 		}
 	}
+	// The checkpoint below may move the recovery point past rolled
+	// segments: they are settled first (rolled.go).
+	if err := l.settleRolledLocked(); err != nil {
+		return err
+	}
 	l.logStartOffset = offset
 	l.highWatermark = max(l.highWatermark, offset)
 	l.recoveryPoint = max(l.recoveryPoint, min(offset, l.durableEndOffset))
@@ -150,6 +155,7 @@ func (l *Log) moveLogStartLocked(offset record.Offset) error {
 		removed++
 	}
 	l.segments = l.segments[removed:]
+	l.pruneRolledLocked()
 	l.assertInvariantsLocked("move log start")
 	if removed > 0 {
 		if err := l.cfg.FS.SyncDir(l.cfg.Dir); err != nil {

@@ -23,6 +23,9 @@ func TestSpilledIndexesAnswerAsInMemory(t *testing.T) {
 	if len(l.segments) < 3 {
 		t.Fatalf("%d segments, want several", len(l.segments))
 	}
+	if err := l.Sync(); err != nil { // settles the rolled segments, which spills them
+		t.Fatal(err)
+	}
 	for i, s := range l.segments {
 		active := i == len(l.segments)-1
 		if s.index.spilled == active || s.timeIndex.spilled == active || (!active && (s.index.entries != nil || s.timeIndex.entries != nil)) {

@@ -3,6 +3,7 @@ package commitlog
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/tidelog/tide/internal/disk"
 	"github.com/tidelog/tide/internal/record"
@@ -13,16 +14,22 @@ import (
 //
 //  1. BeginSync, on the owner's goroutine (the node loop), decides what to
 //     write and sync: the pending buffers of the segments holding data past
-//     the durable end offset (pending.go), which it seals, and the log end
-//     offset they will make durable.
+//     the durable end offset (pending.go), which it seals, their indexes'
+//     pending entries, encoded (entryfile.go), the segments rolled since
+//     the last job (rolled.go), the offsets checkpoint to write when one
+//     waits, and the log end offset they will make durable.
 //  2. SyncJob.Run, on any goroutine (an I/O worker in tide serve, a
 //     completion event in the simulator), writes those buffers to their
-//     files, then syncs the files. It touches no state of the log beyond
-//     what syncMu guards, which the steps that close files share.
+//     files, then each segment's index entries, then syncs the files (a
+//     rolled segment's index files too; the active one's are synced at
+//     truncation and close), then the directory when it settles a roll,
+//     and writes the checkpoint last. It touches no state of the log
+//     beyond what syncMu guards, which the steps that close files share.
 //  3. CompleteSync, on the owner's goroutine, records the written bytes
-//     as flushed and drops their buffers, and moves the durable end offset
-//     to what the job made durable; or fails the log if the write or the
-//     sync failed.
+//     and entries as flushed and drops their buffers, takes the settled
+//     segments off the rolled list, moves the durable end offset to what
+//     the job made durable and the recovery point to the one it
+//     checkpointed; or fails the log if a write or a sync failed.
 //
 // Between 1 and 3 the owner goes on appending, into fresh buffers: the
 // job's end offset was taken at step 1, and its buffers hold every byte
@@ -33,10 +40,13 @@ import (
 // writes and syncs nothing (its files may be closed) and completes as a
 // no-op, since the offsets it names may now hold other records. Each of
 // those steps first writes every pending byte itself (a drain, under
-// syncMu) and syncs what it keeps (syncActiveLocked), so nothing that was
-// appended is lost to the no-op. A segment roll between 1 and 3 drains and
-// syncs the segment it closes (rollLocked), so a job that names it finds
-// its bytes in the file, writes nothing twice and only syncs it again.
+// syncMu) and syncs what it keeps (syncActiveLocked, which settles the
+// rolled segments), so nothing that was appended is lost to the no-op. A
+// segment roll syncs nothing (rolled.go): the next job writes and syncs
+// the closed segment and its indexes, syncs the directory, and then
+// writes the offsets checkpoint with the new recovery point, which
+// CompleteSync then takes; a job begun before a roll settles only what
+// was rolled before it.
 
 // errSyncStale is what Run returns for a job whose log changed under it
 // (its generation is gone): it synced nothing, and CompleteSync ignores it.
@@ -51,14 +61,32 @@ type SyncJob struct {
 	files      []disk.File
 	endOffset  record.Offset
 	generation uint64
+	// rolled are the rolled segments the job settles (rolled.go): their
+	// files and index files are among files, and the directory is synced
+	// after them.
+	rolled []*segment
+	// checkpoint, when not nil, is written last, once everything below
+	// its recovery point is durable; only if no checkpoint was written on
+	// the owner's goroutine since BeginSync (checkpointSequence).
+	checkpoint         *offsetsCheckpoint
+	checkpointSequence uint64
+	// fs and dir are the log's, taken at BeginSync: Run reads nothing
+	// the owner may change under mu alone (SetSegmentLimits replaces the
+	// config).
+	fs  disk.FS
+	dir string
 }
 
 // segmentWrite is a job's write of one segment's pending buffers, which
-// hold its bytes from start on; they are sealed (pending.go).
+// hold its bytes from start on; they are sealed (pending.go). index and
+// timeIndex are its indexes' pending entries, encoded (entryFile), which
+// Run writes after the bytes.
 type segmentWrite struct {
-	segment *segment
-	start   int64
-	buffers [][]byte
+	segment   *segment
+	start     int64
+	buffers   [][]byte
+	index     entriesWrite
+	timeIndex entriesWrite
 }
 
 // end is the segment position the write ends at.
@@ -77,11 +105,12 @@ func (j SyncJob) EndOffset() record.Offset { return j.endOffset }
 func (j SyncJob) Log() *Log { return j.log }
 
 // BeginSync returns the sync that would make everything appended so far
-// durable, and false when there is nothing to sync (the durable end offset
-// is the log end offset) or the log is closed or failed. It must be called
-// on the goroutine that appends, after the appends the sync must cover. It
-// seals the pending buffers it hands the job: later appends go to fresh
-// ones.
+// durable, and settle the segments rolled since the last (rolled.go), and
+// false when there is nothing to do (the durable end offset is the log end
+// offset, no roll waits and the checkpoint is current) or the log is
+// closed or failed. It must be called on the goroutine that appends, after
+// the appends the sync must cover. It seals the pending buffers and index
+// entries it hands the job: later appends go to fresh ones.
 func (l *Log) BeginSync() (SyncJob, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -89,30 +118,44 @@ func (l *Log) BeginSync() (SyncJob, bool) {
 		return SyncJob{}, false
 	}
 	end := l.logEndOffsetLocked()
-	if l.durableEndOffset >= end {
+	active := l.segments[len(l.segments)-1]
+	// Every segment below the active one is settled when no roll waits:
+	// a checkpoint a job could not write (one came from the owner's
+	// goroutine since it began) is written by the next.
+	checkpointBehind := active.baseOffset > l.recoveryPoint
+	if l.durableEndOffset >= end && len(l.rolled) == 0 && !checkpointBehind {
 		return SyncJob{}, false
 	}
-	job := SyncJob{log: l, endOffset: end, generation: l.syncGeneration}
-	// Only the active segment can hold data past the durable end offset:
-	// a roll drains and syncs the segment it closes (rollLocked). Walking
-	// every segment that ends past it keeps the job right if that ever
-	// changes.
-	for _, s := range l.segments {
-		if s.nextOffset > l.durableEndOffset && s.size > 0 {
-			job.files = append(job.files, s.file)
+	job := SyncJob{log: l, endOffset: end, generation: l.syncGeneration, rolled: slices.Clone(l.rolled), fs: l.cfg.FS, dir: l.cfg.Dir}
+	// Only the rolled segments and the active one hold data that is not
+	// settled (assertInvariantsLocked).
+	for _, s := range l.rolled {
+		job.files = append(job.files, s.file, s.index.file, s.timeIndex.file)
+		if s.pendingBytes() > 0 || s.pendingIndexEntries() > 0 {
+			job.writes = append(job.writes, s.sealWrite())
 		}
-		if s.pendingBytes() > 0 {
-			job.writes = append(job.writes, segmentWrite{segment: s, start: s.flushed, buffers: s.sealPending()})
-		}
+	}
+	if active.nextOffset > l.durableEndOffset && active.size > 0 {
+		job.files = append(job.files, active.file)
+	}
+	if active.pendingBytes() > 0 || active.pendingIndexEntries() > 0 {
+		job.writes = append(job.writes, active.sealWrite())
+	}
+	if len(job.rolled) > 0 || checkpointBehind {
+		checkpoint := l.offsetsCheckpointLocked(active.baseOffset)
+		job.checkpoint, job.checkpointSequence = &checkpoint, l.checkpointSequence
 	}
 	return job, true
 }
 
-// Run writes the job's pending buffers to their files, then syncs the
-// files. It may run on any goroutine, alongside the log's appends and
-// reads; a truncation, a deletion of segments, a roll or Close waits until
-// it returns. A job whose log changed since BeginSync writes and syncs
-// nothing and returns an error CompleteSync ignores.
+// Run writes the job's pending buffers and index entries to their files,
+// then syncs the files (each segment after its writes), then the
+// directory when the job settles rolled segments, then writes the offsets
+// checkpoint when it has one: the recovery point moves on disk only once
+// everything below it is durable. It may run on any goroutine, alongside
+// the log's appends and reads; a truncation, a deletion of segments or
+// Close waits until it returns. A job whose log changed since BeginSync
+// writes and syncs nothing and returns an error CompleteSync ignores.
 func (j SyncJob) Run() error {
 	l := j.log
 	l.syncMu.Lock()
@@ -120,8 +163,17 @@ func (j SyncJob) Run() error {
 	if j.generation != l.syncGeneration {
 		return errSyncStale
 	}
+	if err := j.writeAndSyncHoldingSyncMu(); err != nil {
+		return err
+	}
+	return j.writeCheckpointHoldingSyncMu()
+}
+
+// writeAndSyncHoldingSyncMu is Run's writes and syncs, without the
+// checkpoint.
+func (j SyncJob) writeAndSyncHoldingSyncMu() error {
 	for _, write := range j.writes {
-		if err := write.segment.writeBuffers(write.start, write.buffers); err != nil {
+		if err := write.run(); err != nil {
 			return err
 		}
 	}
@@ -129,6 +181,27 @@ func (j SyncJob) Run() error {
 		if err := file.Sync(); err != nil {
 			return fmt.Errorf("sync %s: %w", file.Name(), err)
 		}
+	}
+	if len(j.rolled) > 0 {
+		// The rolled segments' successors' names: a segment whose name
+		// a crash can lose must not lie below the recovery point.
+		if err := j.fs.SyncDir(j.dir); err != nil {
+			return fmt.Errorf("sync dir: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeCheckpointHoldingSyncMu writes the job's offsets checkpoint, unless
+// the owner wrote one since BeginSync: that one is newer (a log start
+// moved), and the next job writes the recovery point again.
+func (j SyncJob) writeCheckpointHoldingSyncMu() error {
+	l := j.log
+	if j.checkpoint == nil || j.checkpointSequence != l.checkpointSequence {
+		return nil
+	}
+	if err := disk.WriteFileAtomically(j.fs, j.dir, offsetsCheckpointName, j.checkpoint.marshal()); err != nil {
+		return fmt.Errorf("write offsets checkpoint: %w", err)
 	}
 	return nil
 }
@@ -158,9 +231,14 @@ func (l *Log) CompleteSync(job SyncJob, runErr error) (record.Offset, error) {
 		panic(fmt.Sprintf("commitlog: a sync job of generation %d ends at %d, past the log end %d", job.generation, job.endOffset, l.logEndOffsetLocked()))
 	}
 	for _, write := range job.writes {
-		write.segment.markFlushed(write.end())
+		write.markFlushed()
 	}
 	l.durableEndOffset = max(l.durableEndOffset, job.endOffset)
+	l.completeRolledLocked(job)
+	if job.checkpoint != nil && job.checkpointSequence == l.checkpointSequence {
+		// The job wrote its checkpoint, and no later one replaced it.
+		l.recoveryPoint = max(l.recoveryPoint, job.checkpoint.RecoveryPoint)
+	}
 	l.assertInvariantsLocked("sync")
 	return l.durableEndOffset, nil
 }
@@ -211,13 +289,9 @@ func (l *Log) drainLocked() error {
 
 func (l *Log) drainHoldingSyncMuLocked() error {
 	for _, s := range l.segments {
-		if s.pendingBytes() == 0 {
-			continue
-		}
-		if err := s.writeBuffers(s.flushed, s.pending); err != nil {
+		if err := s.drain(); err != nil {
 			return l.failLocked(err)
 		}
-		s.markFlushed(s.size)
 	}
 	return nil
 }

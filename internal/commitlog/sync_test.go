@@ -122,9 +122,11 @@ func TestSyncJobAfterTruncateFullyChangesNothing(t *testing.T) {
 	}
 }
 
-// A segment roll between begin and completion: the job's file is the
-// rolled segment, which the roll synced; the job still completes, at its
-// own end, below what the roll made durable.
+// A segment roll between a job's begin and its completion moves nothing:
+// the roll only creates the next segment, the job makes durable what it
+// began with, and the next job settles the closed segment (its bytes,
+// index entries, fsyncs of the segment and both indexes, the directory)
+// before it moves the recovery point to the new segment's base.
 func TestSyncJobAcrossASegmentRoll(t *testing.T) {
 	fs := disk.NewMem()
 	l := openTestLog(t, fs, Config{SegmentBytes: 1024, MaxBatchBytes: 512})
@@ -133,24 +135,34 @@ func TestSyncJobAcrossASegmentRoll(t *testing.T) {
 	for l.Segments() == 1 {
 		mustAppend(t, l, 1)
 	}
-	rolledAt := l.DurableEndOffset()
-	if rolledAt < job.EndOffset() {
-		t.Fatalf("the roll made the log durable to %d only, below the job's %d", rolledAt, job.EndOffset())
+	rolledAt := l.segments[1].baseOffset
+	if l.DurableEndOffset() != 0 || l.RecoveryPoint() != 0 {
+		t.Fatalf("the roll moved the durable end to %d, the recovery point to %d", l.DurableEndOffset(), l.RecoveryPoint())
 	}
 	mustAppend(t, l, 1) // into the new active segment, unsynced
 	durable, err := l.CompleteSync(job, job.Run())
-	if err != nil || durable != rolledAt {
-		t.Fatalf("CompleteSync = %d, %v; want %d, nil", durable, err, rolledAt)
+	if err != nil || durable != job.EndOffset() || l.RecoveryPoint() != 0 {
+		t.Fatalf("CompleteSync = %d, %v, recovery point %d; want %d, nil, 0", durable, err, l.RecoveryPoint(), job.EndOffset())
 	}
 	next := mustBegin(t, l)
-	if len(next.files) != 1 {
-		t.Fatalf("the next job syncs %d files, want the new active segment only", len(next.files))
+	if len(next.files) != 4 || len(next.rolled) != 1 || next.checkpoint == nil || next.checkpoint.RecoveryPoint != rolledAt {
+		t.Fatalf("the next job syncs %d files and %d rolled segments, checkpoint %+v; want the rolled segment, its indexes and the active one, recovery point %d",
+			len(next.files), len(next.rolled), next.checkpoint, rolledAt)
 	}
-	if durable, err := l.CompleteSync(next, next.Run()); err != nil || durable != l.LogEndOffset() {
-		t.Fatalf("CompleteSync = %d, %v; want the log end %d", durable, err, l.LogEndOffset())
+	runErr := next.Run()
+	if l.RecoveryPoint() != 0 {
+		t.Fatal("the recovery point moved before the job completed")
 	}
-	if crashed := reopenAfterPowerLoss(t, fs); crashed.LogEndOffset() != l.LogEndOffset() {
-		t.Fatalf("a power loss kept the log to %d, want %d", crashed.LogEndOffset(), l.LogEndOffset())
+	if durable, err := l.CompleteSync(next, runErr); err != nil || durable != l.LogEndOffset() || l.RecoveryPoint() != rolledAt {
+		t.Fatalf("CompleteSync = %d, %v, recovery point %d; want the log end %d, recovery point %d", durable, err, l.RecoveryPoint(), l.LogEndOffset(), rolledAt)
+	}
+	if !l.segments[0].index.spilled || len(l.rolled) != 0 {
+		t.Fatal("the settled segment's indexes are still in memory")
+	}
+	crashed := reopenAfterPowerLoss(t, fs)
+	if crashed.LogEndOffset() != l.LogEndOffset() || crashed.Recovery().ScannedFrom != rolledAt || crashed.Recovery().IndexesRebuilt != 0 {
+		t.Fatalf("a power loss kept the log to %d (want %d), scanned from %d (want %d), rebuilt %d indexes",
+			crashed.LogEndOffset(), l.LogEndOffset(), crashed.Recovery().ScannedFrom, rolledAt, crashed.Recovery().IndexesRebuilt)
 	}
 }
 

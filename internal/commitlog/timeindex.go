@@ -60,9 +60,15 @@ func decodeTimeIndexEntry(b []byte) timeIndexEntry {
 	return timeIndexEntry{timestampMs: int64(binary.BigEndian.Uint64(b[0:8])), relativeOffset: binary.BigEndian.Uint32(b[8:12])}
 }
 
+// encodeTimeIndexEntry appends an entry as the file holds it.
+func encodeTimeIndexEntry(b []byte, entry timeIndexEntry) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(entry.timestampMs))
+	return binary.BigEndian.AppendUint32(b, entry.relativeOffset)
+}
+
 // newTimeIndex is the time index kept in file.
 func newTimeIndex(file disk.File) timeIndex {
-	return timeIndex{newEntryFile(file, timeIndexEntryBytes, decodeTimeIndexEntry)}
+	return timeIndex{newEntryFile(file, timeIndexEntryBytes, decodeTimeIndexEntry, encodeTimeIndexEntry)}
 }
 
 // maybeAppend adds an entry when its timestamp is above the last one's;
@@ -77,10 +83,7 @@ func (x *timeIndex) maybeAppend(entry timeIndexEntry) error {
 			panic(fmt.Sprintf("commitlog: time index entry %+v after %+v", entry, last))
 		}
 	}
-	var buf [timeIndexEntryBytes]byte
-	binary.BigEndian.PutUint64(buf[0:8], uint64(entry.timestampMs))
-	binary.BigEndian.PutUint32(buf[8:12], entry.relativeOffset)
-	return x.write(entry, buf[:])
+	return x.add(entry)
 }
 
 // truncateToOffset drops the entries naming a relative offset at or above

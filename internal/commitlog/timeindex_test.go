@@ -190,6 +190,9 @@ func TestTimeIndexFileFormat(t *testing.T) {
 	if l.Segments() < 2 {
 		t.Fatalf("want several segments, have %d", l.Segments())
 	}
+	if err := l.Sync(); err != nil { // the job writes the rolled segment's entries
+		t.Fatal(err)
+	}
 	second := l.segments[1].baseOffset
 	data, err := readSmallFile(fs, path.Join("p", timeIndexFileName(0)))
 	if err != nil || len(data) == 0 || len(data)%timeIndexEntryBytes != 0 {

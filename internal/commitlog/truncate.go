@@ -122,6 +122,7 @@ func (l *Log) removeSegmentsFromLocked(offset record.Offset) error {
 		}
 		removed = true
 	}
+	l.pruneRolledLocked()
 	if !removed {
 		return nil
 	}
@@ -167,7 +168,7 @@ func (l *Log) truncateFullyAndStartAtLocked(offset record.Offset) error {
 			removeErr = errors.Join(removeErr, s.close())
 		}
 	}
-	l.segments = []*segment{fresh}
+	l.segments, l.rolled = []*segment{fresh}, nil
 	if removeErr != nil {
 		return l.failLocked(fmt.Errorf("start at %d: %w", offset, removeErr))
 	}
