@@ -47,8 +47,9 @@ func TestEachLegacyRuleIsFound(t *testing.T) {
 				// is reported before the next request is handled: seeds 1
 				// to 1500 pass with it off. With BatchedPasses (a tick's
 				// requests in one pass, as tide serve takes them) only
-				// seeds 89 and 786 of 1 to 1500 fail with it off, and
-				// they fail the same way with it on (docs/simulation.md).
+				// seeds 89 and 786 of 1 to 1500 failed with it off, and
+				// the same way with it on: a stale coordinator's read,
+				// which rule coordinator-lease prevents (docs/simulation.md).
 				// The case needs a refused append and a later one of the
 				// same group in one pass before any fetch delivers the
 				// refusal, which the workload brings about too rarely.
