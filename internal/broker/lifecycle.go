@@ -41,7 +41,12 @@ type Lifecycle struct {
 	lastHeartbeat int64
 	// lastAnswer is the tick of the last answer from an active controller.
 	lastAnswer int64
-	nextID     uint64
+	// monotonicMs is the runtime's monotonic clock (SetMonotonicClock), -1
+	// until it gives one; leaseFromMs is when the last heartbeat the
+	// controller acknowledged (this incarnation unfenced) was sent, on that
+	// clock, -1 before one was (rule coordinator-lease).
+	monotonicMs, leaseFromMs int64
+	nextID                   uint64
 	// alters are the ISR proposals sent and not answered, by request id;
 	// producerIDs the request for a block of producer ids, or 0.
 	alters      map[uint64]replica.ISRChange
@@ -77,6 +82,11 @@ type LifecycleConfig struct {
 	MetadataWaitTicks int64
 	// NewNode creates the node once the incarnation has an epoch.
 	NewNode func(metadata.BrokerEpoch) *Node
+	// SessionLeaseMs is how long after sending a heartbeat the controller
+	// acknowledges this broker may count on not being fenced: less than
+	// the controller's session timeout by a margin for the two clocks'
+	// drift (SessionLease). It must be positive.
+	SessionLeaseMs int64
 	// FirstRequestID numbers this incarnation's requests from here on. It
 	// must differ between incarnations by more than any one makes: the
 	// controller answers a broker id, not a connection, so an answer to a
@@ -94,15 +104,43 @@ type Outgoing struct {
 type sentRequest struct {
 	id     uint64
 	sentAt int64
+	// sentAtMs is the monotonic clock when it was sent, -1 if unknown.
+	sentAtMs int64
 }
 
 // NewLifecycle starts a broker's lifecycle; it registers on its first tick.
 func NewLifecycle(config LifecycleConfig) (*Lifecycle, error) {
-	if len(config.Voters) == 0 || config.HeartbeatTicks < 1 || config.RequestTimeoutTicks < 1 || config.NewNode == nil || config.Incarnation == "" {
-		return nil, errors.New("broker: lifecycle needs voters, an incarnation, a node constructor and positive intervals")
+	if len(config.Voters) == 0 || config.HeartbeatTicks < 1 || config.RequestTimeoutTicks < 1 || config.NewNode == nil || config.Incarnation == "" ||
+		config.SessionLeaseMs < 1 {
+		return nil, errors.New("broker: lifecycle needs voters, an incarnation, a node constructor and positive intervals and lease")
 	}
 	return &Lifecycle{config: config, epoch: metadata.NoBrokerEpoch, target: config.Voters[0], alters: map[uint64]replica.ISRChange{},
-		nextID: config.FirstRequestID}, nil
+		nextID: config.FirstRequestID, monotonicMs: -1, leaseFromMs: -1}, nil
+}
+
+// SessionLease is the lease a broker takes from a controller session of
+// sessionTimeoutMs, whose clocks tick every tickMs: the session less a
+// tenth of it for the drift of the broker's and the controller's clock
+// rates, and at least two ticks for a controller tick that fires late and
+// a request handled on a clock read a tick ago (rule coordinator-lease).
+func SessionLease(sessionTimeoutMs, tickMs int64) int64 {
+	return sessionTimeoutMs - max(sessionTimeoutMs/10, 2*tickMs)
+}
+
+// SetMonotonicClock gives the runtime's monotonic clock in milliseconds:
+// one that never jumps and runs at the rate of the controller's ticks
+// (tide serve's time since start, the simulator's virtual time). The
+// session lease is measured on it.
+func (l *Lifecycle) SetMonotonicClock(nowMs int64) { l.monotonicMs = nowMs }
+
+// HoldsSessionLease reports whether the controller cannot yet have fenced
+// this incarnation for a lapsed session: less than SessionLeaseMs has
+// passed since it sent the last heartbeat the controller acknowledged
+// unfenced. Until then only metadata this broker will learn moves its
+// leaderships away; after it, a group coordinator must stop serving
+// (rule coordinator-lease).
+func (l *Lifecycle) HoldsSessionLease() bool {
+	return l.leaseFromMs >= 0 && l.monotonicMs >= 0 && l.monotonicMs-l.leaseFromMs < l.config.SessionLeaseMs
 }
 
 // Node is the running node, nil until registered.
@@ -163,7 +201,7 @@ func (l *Lifecycle) send(request quorum.Request) {
 	l.nextID++
 	request.ID, request.From = l.nextID, l.config.ID
 	if request.Register != nil || request.Heartbeat != nil {
-		l.inFlight = &sentRequest{id: request.ID, sentAt: l.now}
+		l.inFlight = &sentRequest{id: request.ID, sentAt: l.now, sentAtMs: l.monotonicMs}
 	}
 	l.outgoing = append(l.outgoing, Outgoing{To: l.target, Request: request})
 }
@@ -252,6 +290,7 @@ func (l *Lifecycle) HandleAnswer(answer quorum.Answer) error {
 	if l.inFlight == nil || answer.ID != l.inFlight.id {
 		return nil // late: the request was retried since
 	}
+	sent := l.inFlight
 	l.inFlight = nil
 	if answer.ErrorCode != kerr.NotController.Code {
 		l.lastAnswer = l.now
@@ -268,7 +307,7 @@ func (l *Lifecycle) HandleAnswer(answer quorum.Answer) error {
 	case answer.Register != nil:
 		return l.handleRegistered(answer)
 	case answer.Heartbeat != nil:
-		return l.handleHeartbeat(answer)
+		return l.handleHeartbeat(answer, sent.sentAtMs)
 	}
 	return nil
 }
@@ -283,7 +322,10 @@ func (l *Lifecycle) handleRegistered(answer quorum.Answer) error {
 	return nil
 }
 
-func (l *Lifecycle) handleHeartbeat(answer quorum.Answer) error {
+// handleHeartbeat applies a heartbeat's answer. One that acknowledges the
+// incarnation unfenced renews the session lease from when it was sent: the
+// controller received it later, and counts the session from receipt.
+func (l *Lifecycle) handleHeartbeat(answer quorum.Answer, sentAtMs int64) error {
 	if answer.ErrorCode == kerr.StaleBrokerEpoch.Code {
 		return fmt.Errorf("broker %d: the controller no longer knows incarnation %d", l.config.ID, l.epoch)
 	}
@@ -297,8 +339,16 @@ func (l *Lifecycle) handleHeartbeat(answer quorum.Answer) error {
 	if l.shutdown && heartbeat.Fenced {
 		l.fenced = true
 	}
-	if len(heartbeat.Entries) == l.config.MaxEntries {
+	complete := l.config.MaxEntries <= 0 || len(heartbeat.Entries) < l.config.MaxEntries
+	if !complete {
 		l.lastHeartbeat = l.now - l.config.HeartbeatTicks // more to fetch: ask again now
+	}
+	// Only an answer that brought everything the controller had committed
+	// renews the lease: a fence committed before the heartbeat arrived (a
+	// fenced broker that heartbeats caught up is unfenced again) moved the
+	// leaderships away, and the broker must have learned that.
+	if !heartbeat.Fenced && complete && sentAtMs >= 0 {
+		l.leaseFromMs = max(l.leaseFromMs, sentAtMs)
 	}
 	return nil
 }

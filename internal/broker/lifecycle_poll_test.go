@@ -22,7 +22,7 @@ func newPollWorld(t *testing.T, waitTicks int64) *lifecycleWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lifecycle, err := NewLifecycle(LifecycleConfig{ID: 1, Incarnation: "b1-1", PreviousEpoch: metadata.NoBrokerEpoch,
+	lifecycle, err := NewLifecycle(LifecycleConfig{ID: 1, Incarnation: "b1-1", SessionLeaseMs: 1000, PreviousEpoch: metadata.NoBrokerEpoch,
 		Voters: []metadata.BrokerID{1}, HeartbeatTicks: 200, RequestTimeoutTicks: 400, MaxEntries: 100, MetadataWaitTicks: waitTicks,
 		NewNode: func(epoch metadata.BrokerEpoch) *Node {
 			return New(Config{ID: 1, FS: disk.NewMem(), Dir: "data", FlushAlways: true, SegmentBytes: 1 << 20, MaxBatchBytes: 1 << 16,

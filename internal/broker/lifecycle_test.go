@@ -32,7 +32,7 @@ func newLifecycleWorld(t *testing.T) *lifecycleWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lifecycle, err := NewLifecycle(LifecycleConfig{ID: 1, Incarnation: "b1-1", PreviousEpoch: metadata.NoBrokerEpoch,
+	lifecycle, err := NewLifecycle(LifecycleConfig{ID: 1, Incarnation: "b1-1", SessionLeaseMs: 1000, PreviousEpoch: metadata.NoBrokerEpoch,
 		Voters: []metadata.BrokerID{1}, HeartbeatTicks: 2, RequestTimeoutTicks: 20, MaxEntries: 100,
 		NewNode: func(epoch metadata.BrokerEpoch) *Node {
 			return New(Config{ID: 1, FS: disk.NewMem(), Dir: "data", FlushAlways: true, SegmentBytes: 1 << 20, MaxBatchBytes: 1 << 16,
@@ -105,7 +105,7 @@ func TestLifecycleRegistersLearnsAndShutsDown(t *testing.T) {
 // NOT_CONTROLLER moves the broker to the controller it names; an answer
 // from an older controller epoch than one seen is ignored.
 func TestLifecycleFollowsTheActiveController(t *testing.T) {
-	l, err := NewLifecycle(LifecycleConfig{ID: 4, Incarnation: "b4-1", PreviousEpoch: metadata.NoBrokerEpoch, Voters: []metadata.BrokerID{1, 2, 3},
+	l, err := NewLifecycle(LifecycleConfig{ID: 4, Incarnation: "b4-1", SessionLeaseMs: 1000, PreviousEpoch: metadata.NoBrokerEpoch, Voters: []metadata.BrokerID{1, 2, 3},
 		HeartbeatTicks: 2, RequestTimeoutTicks: 5, MaxEntries: 10, NewNode: func(metadata.BrokerEpoch) *Node { return newTestNode(t, 4) }})
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestLifecycleFollowsTheActiveController(t *testing.T) {
 // FetchMetadataSoon makes the next tick heartbeat (and so fetch metadata)
 // without waiting out the interval, but never with one already in flight.
 func TestLifecycleFetchMetadataSoon(t *testing.T) {
-	lifecycle, err := NewLifecycle(LifecycleConfig{ID: 1, Incarnation: "b1-1", PreviousEpoch: metadata.NoBrokerEpoch,
+	lifecycle, err := NewLifecycle(LifecycleConfig{ID: 1, Incarnation: "b1-1", SessionLeaseMs: 1000, PreviousEpoch: metadata.NoBrokerEpoch,
 		Voters: []metadata.BrokerID{1}, HeartbeatTicks: 100, RequestTimeoutTicks: 1000, MaxEntries: 100,
 		NewNode: func(epoch metadata.BrokerEpoch) *Node {
 			return New(Config{ID: 1, FS: disk.NewMem(), Dir: "data", FlushAlways: true, SegmentBytes: 1 << 20, MaxBatchBytes: 1 << 16,
@@ -185,7 +185,7 @@ func TestLifecycleFetchMetadataSoon(t *testing.T) {
 // its successor (the controller answers a broker id), is not the
 // successor's: it would hand it the old incarnation's epoch.
 func TestLifecycleIgnoresAnswersToAnEarlierIncarnation(t *testing.T) {
-	config := LifecycleConfig{ID: 4, Incarnation: "b4-1", PreviousEpoch: metadata.NoBrokerEpoch, Voters: []metadata.BrokerID{1},
+	config := LifecycleConfig{ID: 4, Incarnation: "b4-1", SessionLeaseMs: 1000, PreviousEpoch: metadata.NoBrokerEpoch, Voters: []metadata.BrokerID{1},
 		HeartbeatTicks: 2, RequestTimeoutTicks: 50, MaxEntries: 10, NewNode: func(metadata.BrokerEpoch) *Node { return newTestNode(t, 4) },
 		FirstRequestID: 1 << 40}
 	first, err := NewLifecycle(config)
@@ -235,7 +235,7 @@ func TestLifecycleMarksCaughtUpAtTheEndOfTheLog(t *testing.T) {
 	end := w.quorum.Image().Offset()
 
 	var err error
-	w.lifecycle, err = NewLifecycle(LifecycleConfig{ID: 1, Incarnation: "b1-2", PreviousEpoch: metadata.NoBrokerEpoch,
+	w.lifecycle, err = NewLifecycle(LifecycleConfig{ID: 1, Incarnation: "b1-2", SessionLeaseMs: 1000, PreviousEpoch: metadata.NoBrokerEpoch,
 		Voters: []metadata.BrokerID{1}, HeartbeatTicks: 2, RequestTimeoutTicks: 20, MaxEntries: 2, FirstRequestID: 1 << 20,
 		NewNode: func(epoch metadata.BrokerEpoch) *Node {
 			return New(Config{ID: 1, FS: disk.NewMem(), Dir: "data", FlushAlways: true, SegmentBytes: 1 << 20, MaxBatchBytes: 1 << 16,

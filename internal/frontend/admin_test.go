@@ -17,7 +17,7 @@ import (
 
 func newTestFrontEnd(t *testing.T) *FrontEnd {
 	t.Helper()
-	lifecycle, err := broker.NewLifecycle(broker.LifecycleConfig{ID: 1, Incarnation: "b1-1", PreviousEpoch: metadata.NoBrokerEpoch,
+	lifecycle, err := broker.NewLifecycle(broker.LifecycleConfig{ID: 1, Incarnation: "b1-1", SessionLeaseMs: 1000, PreviousEpoch: metadata.NoBrokerEpoch,
 		Voters: []metadata.BrokerID{1}, HeartbeatTicks: 10, RequestTimeoutTicks: 20,
 		NewNode: func(metadata.BrokerEpoch) *broker.Node { return nil }})
 	if err != nil {

@@ -20,12 +20,14 @@
 // __consumer_offsets partition this broker leads, loaded from the
 // partition's committed records in bounded slices, its appends written as
 // acks=all batches through the local leader replica and reported back when
-// committed, unloaded when the leadership moves; the creation of
-// __consumer_offsets at the first FindCoordinator.
+// committed, unloaded when the leadership moves, and answering only while
+// the broker holds its controller-session lease (rule coordinator-lease);
+// the creation of __consumer_offsets at the first FindCoordinator.
 //
 // What it never touches: sockets, the clock, files (the broker's logs sit
 // behind disk.FS), goroutines, randomness of its own. Time comes in as
-// Tick; Kafka requests as bytes (HandleKafka), answered through the done
+// Tick, the runtime's clocks as values (SetClock, SetMonotonicClock);
+// Kafka requests as bytes (HandleKafka), answered through the done
 // callback wire gives every request; controller answers as values; the
 // fetchers' connections as events. What it has for the outside leaves in
 // Flush's Outbox: requests for controllers, bytes for the fetchers'

@@ -187,6 +187,12 @@ func (fe *FrontEnd) SetControllerHint(id metadata.BrokerID) { fe.controllerHint 
 // (tide serve) or the virtual one (the simulator).
 func (fe *FrontEnd) SetClock(nowMs int64) { fe.clockMs = nowMs }
 
+// SetMonotonicClock gives the lifecycle the runtime's monotonic clock in
+// milliseconds (broker.Lifecycle SetMonotonicClock), on which the session
+// lease is measured: the runtime calls it before each Tick and before it
+// hands over requests, so that a request is judged on a fresh clock.
+func (fe *FrontEnd) SetMonotonicClock(nowMs int64) { fe.lifecycle.SetMonotonicClock(nowMs) }
+
 // Tick advances time: the lifecycle registers and heartbeats, and ticks the
 // node; controller requests are retried or time out; now and then partition
 // requests that never got an answer expire; the fetchers give up overdue

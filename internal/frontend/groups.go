@@ -452,7 +452,7 @@ func sortedPartitionKeys[V any](values map[int32]V) []int32 {
 // its answer, or NOT_COORDINATOR when this broker hosts none there.
 func (fe *FrontEnd) handleGroup(partition int32, client wire.GroupClient, request kmsg.Request, done func(kmsg.Response, int16)) {
 	hosted, ok := fe.groups.coordinators[partition]
-	if !ok {
+	if !ok || !fe.mayServeCoordinator(hosted) {
 		done(nil, kerr.NotCoordinator.Code)
 		return
 	}
@@ -461,4 +461,23 @@ func (fe *FrontEnd) handleGroup(partition int32, client wire.GroupClient, reques
 	fe.groups.waiting[id] = done
 	hosted.coordinator.HandleFrom(fe.nowMs(), id, group.Client{ID: client.ID, Host: client.Host}, request)
 	fe.carryOut(hosted)
+}
+
+// mayServeCoordinator reports whether the coordinator of hosted may answer
+// a request now (rule coordinator-lease): its broker's image still names it
+// leader of the partition in the coordinator's leader epoch (the image may
+// have moved since the last tick followed it), and the controller cannot
+// yet have fenced the broker (broker.Lifecycle HoldsSessionLease). Past the
+// lease the controller may have moved the partition to a broker that has
+// since acknowledged a newer commit, which this coordinator's state lacks.
+func (fe *FrontEnd) mayServeCoordinator(hosted *hostedCoordinator) bool {
+	if !fe.groupConfig().Rules.On(rules.CoordinatorLease) {
+		return true
+	}
+	node := fe.Node()
+	if node == nil || !fe.lifecycle.HoldsSessionLease() {
+		return false
+	}
+	r, _, ok := node.Replica(offsetsPartition(hosted.partition))
+	return ok && r.Role() == replica.Leader && r.LeaderEpoch() == hosted.leaderEpoch
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/tidelog/tide/internal/group"
 	"github.com/tidelog/tide/internal/metadata"
 	"github.com/tidelog/tide/internal/quorum"
+	"github.com/tidelog/tide/internal/rules"
 	"github.com/tidelog/tide/internal/wire"
 )
 
@@ -15,7 +16,9 @@ import (
 // partition in this broker's image. While the topic does not exist the
 // answer is COORDINATOR_NOT_AVAILABLE, and the broker asks the controller
 // to create it (createOffsetsTopic), as Kafka's brokers do on the first
-// FindCoordinator.
+// FindCoordinator. A broker past its session lease does not name itself
+// (rule coordinator-lease): the controller may have moved the partition,
+// and the client would take the stale coordinator's answers.
 func (b *backend) GroupCoordinator(groupID string) (metadata.BrokerID, int16) {
 	node := b.node()
 	if node == nil {
@@ -28,9 +31,13 @@ func (b *backend) GroupCoordinator(groupID string) (metadata.BrokerID, int16) {
 	}
 	partition := group.PartitionFor(groupID, int32(len(topic.Partitions)))
 	for _, state := range topic.Partitions {
-		if state.Partition == partition && state.Leader != metadata.NoBroker {
-			return state.Leader, 0
+		if state.Partition != partition || state.Leader == metadata.NoBroker {
+			continue
 		}
+		if state.Leader == b.config.ID && b.frontEnd().groupConfig().Rules.On(rules.CoordinatorLease) && !b.lifecycle.HoldsSessionLease() {
+			return metadata.NoBroker, kerr.CoordinatorNotAvailable.Code
+		}
+		return state.Leader, 0
 	}
 	return metadata.NoBroker, kerr.CoordinatorNotAvailable.Code
 }

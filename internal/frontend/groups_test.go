@@ -31,7 +31,14 @@ type groupHostWorld struct {
 	fe      *FrontEnd
 	now     int64
 	sync    bool
+	// cutOff drops the broker's requests to the controller, as a network
+	// partition between them would.
+	cutOff bool
 }
+
+// groupHostSessionTicks is the world's broker session; a step is 10 ms on
+// the front end's monotonic clock.
+const groupHostSessionTicks = 50
 
 func newGroupHostWorld(t *testing.T, groupRules rules.Rules) *groupHostWorld {
 	t.Helper()
@@ -45,12 +52,13 @@ func newGroupHostWorldWithBacklog(t *testing.T, groupRules rules.Rules, pendingB
 	t.Helper()
 	storage := raft.NewMemoryStorage()
 	q, err := quorum.New(quorum.Config{ID: 1, Voters: []metadata.BrokerID{1}, Storage: storage, ElectionTicks: 10, HeartbeatTicks: 1,
-		Random: rand.NewChaCha8([32]byte{'g'}), SessionTimeoutTicks: 50, SnapshotEntries: 1000, MaxHistoryEntries: 1000,
+		Random: rand.NewChaCha8([32]byte{'g'}), SessionTimeoutTicks: groupHostSessionTicks, SnapshotEntries: 1000, MaxHistoryEntries: 1000,
 		MaxWaitingAnswers: 100, MaxEntryBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lifecycle, err := broker.NewLifecycle(broker.LifecycleConfig{ID: 1, Incarnation: "b1-1", PreviousEpoch: metadata.NoBrokerEpoch,
+	lifecycle, err := broker.NewLifecycle(broker.LifecycleConfig{ID: 1, Incarnation: "b1-1",
+		SessionLeaseMs: broker.SessionLease(groupHostSessionTicks*10, 10), PreviousEpoch: metadata.NoBrokerEpoch,
 		Voters: []metadata.BrokerID{1}, HeartbeatTicks: 2, RequestTimeoutTicks: 20, MaxEntries: 100,
 		NewNode: func(epoch metadata.BrokerEpoch) *broker.Node {
 			return broker.New(broker.Config{ID: 1, FS: disk.NewMem(), Dir: "data", FlushAlways: true, SegmentBytes: 1 << 20,
@@ -80,11 +88,15 @@ func (w *groupHostWorld) step() {
 	w.now++
 	w.quorum.Tick()
 	w.fe.SetClock(1_000_000 + w.now*10)
+	w.fe.SetMonotonicClock(w.now * 10)
 	w.fe.Tick()
 	if node := w.fe.Node(); node != nil && w.sync {
 		node.SyncDirty()
 	}
 	for _, out := range w.fe.Flush().Controller {
+		if w.cutOff {
+			continue
+		}
 		if err := w.quorum.HandleRequest(out.Request); err != nil {
 			w.t.Fatal(err)
 		}

@@ -225,6 +225,10 @@ func (r *Replica) Role() Role { return r.role }
 // State returns the partition state the replica acts on.
 func (r *Replica) State() metadata.PartitionState { return r.state.Clone() }
 
+// LeaderEpoch is the leader epoch of the partition state applied, without
+// State's copy.
+func (r *Replica) LeaderEpoch() record.LeaderEpoch { return r.state.LeaderEpoch }
+
 // HighWatermark returns the replica's high watermark.
 func (r *Replica) HighWatermark() record.Offset { return r.highWatermark }
 

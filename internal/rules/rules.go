@@ -158,13 +158,34 @@ const (
 	// topic that has an id by that id (Fetch v13+), and a leader that does
 	// not know the id answers UNKNOWN_TOPIC_ID and never serves or counts it.
 	FetchByTopicID Rule = "recreated-topic"
+	// CoordinatorLease is the zombie group coordinator: a broker cut off
+	// from the controller keeps the __consumer_offsets leadership its
+	// image names and answers OffsetFetch (and takes commits and group
+	// heartbeats) from its own coordinator's state, while the controller has
+	// fenced it and moved the partition to a broker that has since
+	// acknowledged a newer commit; the client, which found the coordinator
+	// through the zombie's own FindCoordinator, reads an offset below one
+	// it was told is safe (Kafka's coordinator has the same hole until the
+	// broker learns of its fencing). The rule, a controller-session lease:
+	// the controller fences a broker no earlier than the session timeout
+	// after it received its last heartbeat, and receipt follows sending, so
+	// a broker serves as group coordinator (and names itself in
+	// FindCoordinator) only while less than the session timeout, less a
+	// margin for clock drift, has passed since it sent the last heartbeat
+	// the controller acknowledged, and only while its image still names it
+	// leader of the partition in the coordinator's leader epoch.
+	//
+	// The simulator finds it switched off: seed 89 with --batched-passes
+	// (InvariantCommitLost); internal/frontend's
+	// TestStaleCoordinatorStopsAtLeaseEnd shows it without a simulator.
+	CoordinatorLease Rule = "coordinator-lease"
 )
 
 // All lists every rule, in a stable order.
 func All() []Rule {
 	return []Rule{EpochTruncation, FencedFetch, EpochSafeISRJoin, MonotonicHighWatermark, OrderedMetadata, CommittedMeansDurable, CleanBelowHighWatermark,
 		AnswerAfterCommit, LoadCommittedOnly, MinISRRace, ReassignmentCompletesInISR, FetchByTopicID, RevokeBeforeAssign,
-		OrderedCoordinatorAppends}
+		OrderedCoordinatorAppends, CoordinatorLease}
 }
 
 // Parse returns the rule with the given name.

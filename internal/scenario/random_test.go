@@ -377,14 +377,17 @@ func TestRandomSchedulesFindEachLegacyFailure(t *testing.T) {
 				// find this one (sim.TestEachLegacyRuleIsFound).
 				t.Skip("no scenario compacts a log")
 			}
-			if rule == rules.AnswerAfterCommit || rule == rules.LoadCommittedOnly || rule == rules.RevokeBeforeAssign || rule == rules.OrderedCoordinatorAppends {
+			if rule == rules.AnswerAfterCommit || rule == rules.LoadCommittedOnly || rule == rules.RevokeBeforeAssign || rule == rules.OrderedCoordinatorAppends ||
+				rule == rules.CoordinatorLease {
 				// The scenarios replay replication seed bugs; the group
 				// coordinator's rules are found by internal/group's replay
 				// property (TestReplayPropertyCatchesEachLegacyRule,
 				// TestReplayPropertyCatchesTwoOwnersWithoutRevokeBeforeAssign),
 				// the simulator (sim.TestEachLegacyRuleIsFound) and, for
 				// ordered-coordinator-appends, internal/frontend's
-				// TestRefusedCoordinatorAppendHoldsBackLaterOnes.
+				// TestRefusedCoordinatorAppendHoldsBackLaterOnes, for
+				// coordinator-lease its TestStaleCoordinatorStopsAtLeaseEnd
+				// and sim.TestStaleCoordinatorSeeds89And786.
 				t.Skip("no scenario runs a group coordinator")
 			}
 			if rule == rules.MinISRRace {

@@ -47,6 +47,7 @@ func (s *Server) openLifecycle(endpoint string) error {
 		// Nanoseconds since 1970 grow faster than any incarnation numbers
 		// requests, so two starts never share ids.
 		FirstRequestID: uint64(time.Now().UnixNano()),
+		SessionLeaseMs: broker.SessionLease(c.SessionTimeout.Milliseconds(), c.Tick.Milliseconds()),
 	})
 	if err != nil {
 		return err

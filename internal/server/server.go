@@ -73,6 +73,11 @@ type Server struct {
 	fatal error
 	// syncs runs the broker's log syncs off the node loop (syncer.go).
 	syncs syncer
+	// started is when the server was made; the time since, read from Go's
+	// monotonic clock, is the front end's monotonic clock (its session
+	// lease, rule coordinator-lease), which neither wall-clock steps nor
+	// ticks the loop was too busy to take can move.
+	started time.Time
 }
 
 // event is what the goroutines hand the node loop.
@@ -132,7 +137,7 @@ func New(config Config) (s *Server, err error) {
 		return nil, err
 	}
 	config = config.withDefaults()
-	s = &Server{config: config, log: config.Logger.With("node", int(config.ID)), fs: disk.OS(),
+	s = &Server{started: time.Now(), config: config, log: config.Logger.With("node", int(config.ID)), fs: disk.OS(),
 		links: map[metadata.BrokerID]*link{}, brokers: map[metadata.BrokerID]*conn{},
 		inbox: make(chan event, 1024), stopped: make(chan struct{}), brokerDone: make(chan struct{}),
 		dialers: map[metadata.BrokerID]*dialer{}, fetcherConns: map[fetcher.ConnID]*clientConn{}, ctx: context.Background()}
@@ -365,6 +370,7 @@ func (s *Server) tick() {
 	s.frontend.SetControllerHint(s.controllerHint())
 	nowMs := time.Now().UnixMilli()
 	s.frontend.SetClock(nowMs)
+	s.frontend.SetMonotonicClock(time.Since(s.started).Milliseconds())
 	s.measureVolume(nowMs)
 	s.frontend.Tick() // the node's Tick runs the log cleaner, on nowMs
 }
@@ -383,6 +389,9 @@ func (s *Server) controllerHint() metadata.BrokerID {
 
 // handle takes one event from a connection.
 func (s *Server) handle(e event) {
+	if s.frontend != nil {
+		s.frontend.SetMonotonicClock(time.Since(s.started).Milliseconds())
+	}
 	switch e.kind {
 	case eventLinkUp:
 		e.link.current = e.conn

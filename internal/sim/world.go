@@ -181,6 +181,7 @@ func (w *world) startBroker(b *brokerProcess) {
 		Voters:   w.voters, HeartbeatTicks: heartbeatTicks, RequestTimeoutTicks: controllerRequestTicks,
 		MaxEntries: maxMetadataPerAnswer, MetadataWaitTicks: metadataFetchMaxWaitTicks, NewNode: func(epoch metadata.BrokerEpoch) *broker.Node { return w.newNode(b, epoch) },
 		FirstRequestID: uint64(b.incarnation) << 40,
+		SessionLeaseMs: broker.SessionLease(sessionTimeoutTicks*10, 10),
 	})
 	if err != nil {
 		panic(err)
@@ -294,6 +295,7 @@ func (w *world) stepBroker(b *brokerProcess) {
 	}
 	b.fe.SetControllerHint(w.controllerHint(b))
 	b.fe.SetClock(w.now * 10) // a tick is a virtual 10 ms, as producers' timestamps count them
+	b.fe.SetMonotonicClock(w.now * 10)
 	if w.now%volumeIntervalTicks == 0 {
 		b.fe.SetVolume(simulatedVolume(b.node))
 	}
